@@ -1,0 +1,1 @@
+"""RDF in and out: parsing documents into statements, serialising deterministic exports."""

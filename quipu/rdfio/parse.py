@@ -1,0 +1,134 @@
+"""Parse an RDF document into statements ready for the store.
+
+pyoxigraph's Rust parsers do the syntax work (rdflib's N-Triples parser is about 7x slower,
+see notes/performance-anchors.md). Literals are encoded here, since their encoding does not
+depend on the term dictionary; IRIs and blank nodes stay strings until the writer interns them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Final
+
+import pyoxigraph as ox
+
+from quipu.errors import RdfParseError
+from quipu.store import values
+
+_OX_FORMATS: Final = {
+    "turtle": ox.RdfFormat.TURTLE,
+    "nt": ox.RdfFormat.N_TRIPLES,
+    "nq": ox.RdfFormat.N_QUADS,
+    "trig": ox.RdfFormat.TRIG,
+    "jsonld": ox.RdfFormat.JSON_LD,
+    "rdfxml": ox.RdfFormat.RDF_XML,
+}
+
+# An object is a str (an IRI or skolem key, stored as a Ref) or bytes (an encoded literal).
+Obj = str | bytes
+# (graph IRI or None for the document's default graph, subject key, predicate IRI, object)
+Statement = tuple[str | None, str, str, Obj]
+
+
+@dataclass(frozen=True)
+class ParsedDocument:
+    statements: list[Statement]
+    graphs: frozenset[str]  # named graphs the document itself mentions
+
+
+def skolem_prefix(document: bytes, graph_iri: str, scope: str | None) -> str:
+    """The blank-node key prefix for one document written to one graph (DM §1.5)."""
+    doc_hash = hashlib.sha256(document).hexdigest()
+    key = f"{scope}\x00{doc_hash}" if scope is not None else f"{doc_hash}\x00{graph_iri}"
+    return "_:b" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:16] + "_"
+
+
+_PARSER_ID = re.compile(r"[0-9a-f]{32}")
+_DOC_LABEL = re.compile(rb"_:([A-Za-z0-9_][A-Za-z0-9_.\-]*)")
+
+
+class _BlankNodes:
+    """Document labels are kept; parser-invented ids of ``[ ]`` nodes become anon1, anon2, …
+
+    pyoxigraph keeps labels written in the document and invents 32-hex-digit ids for anonymous
+    nodes, so an id of that shape that the document never spells is an anonymous node.
+    """
+
+    def __init__(self, document: bytes, prefix: str) -> None:
+        self.document = document
+        self.prefix = prefix
+        self.keys: dict[str, str] = {}
+        self.anonymous = 0
+        self._labels: set[str] | None = None
+
+    def _written(self, label: str) -> bool:
+        if self._labels is None:  # one scan of the document, only when needed
+            self._labels = {m.decode("utf-8", "replace") for m in _DOC_LABEL.findall(self.document)}
+        return label in self._labels
+
+    def key(self, label: str) -> str:
+        key = self.keys.get(label)
+        if key is None:
+            if _PARSER_ID.fullmatch(label) and not self._written(label):
+                self.anonymous += 1
+                key = f"{self.prefix}anon{self.anonymous}"
+            else:
+                key = self.prefix + label
+            self.keys[label] = key
+        return key
+
+
+def parse_document(
+    data: bytes,
+    fmt: str,
+    *,
+    graph_iri: str,
+    blank_node_scope: str | None = None,
+    base_iri: str | None = None,
+) -> ParsedDocument:
+    """Parse ``data`` (format name already resolved by ``formats.input_format``)."""
+    bnodes = _BlankNodes(data, skolem_prefix(data, graph_iri, blank_node_scope))
+    literal_cache: dict[tuple[str, str, str | None], bytes] = {}
+    out: list[Statement] = []
+    named: set[str] = set()
+    append = out.append
+    NamedNode, BlankNode = ox.NamedNode, ox.BlankNode  # noqa: N806 - local aliases for the hot loop
+    try:
+        for quad in ox.parse(data, format=_OX_FORMATS[fmt], base_iri=base_iri):
+            s, p, o, g = quad.subject, quad.predicate, quad.object, quad.graph_name
+            if type(s) is NamedNode:
+                s_key = s.value
+            elif type(s) is BlankNode:
+                s_key = bnodes.key(s.value)
+            else:
+                raise RdfParseError("RDF parse error: RDF-star quoted triples are not supported")
+            obj: Obj
+            if type(o) is NamedNode:
+                obj = o.value
+            elif type(o) is BlankNode:
+                obj = bnodes.key(o.value)
+            elif type(o) is ox.Literal:
+                lang = o.language
+                key = (o.value, o.datatype.value, lang)
+                enc = literal_cache.get(key)
+                if enc is None:
+                    enc = values.literal(o.value, None if lang else key[1], lang)
+                    if len(literal_cache) < 100_000:
+                        literal_cache[key] = enc
+                obj = enc
+            else:
+                raise RdfParseError("RDF parse error: RDF-star quoted triples are not supported")
+            if type(g) is NamedNode:
+                named.add(g.value)
+                append((g.value, s_key, p.value, obj))
+            elif type(g) is BlankNode:
+                raise RdfParseError("RDF parse error: blank-node graph names are not supported")
+            else:
+                append((None, s_key, p.value, obj))
+    except SyntaxError as exc:
+        raise RdfParseError(f"RDF parse error: {exc}") from None
+    except ValueError as exc:
+        raise RdfParseError(f"RDF parse error: {exc}") from None
+    return ParsedDocument(out, frozenset(named))

@@ -1,0 +1,1 @@
+"""The bitemporal quad store: the only package that writes SQL for facts."""

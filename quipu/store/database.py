@@ -1,0 +1,143 @@
+"""Opening a store: engines, the single writer, read snapshots and automatic migrations."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, create_engine
+from sqlalchemy.engine import make_url
+from sqlalchemy.pool import StaticPool
+
+from quipu.errors import ConfigError
+from quipu.store.dialect import Dialect, SqliteDialect, SqliteTuning
+from quipu.store.terms import TermDictionary
+
+
+def migrations_dir() -> Path:
+    """The Alembic scripts: beside the package in a checkout, inside it in a wheel."""
+    package = Path(__file__).resolve().parent.parent
+    for candidate in (package.parent / "migrations", package / "_migrations"):
+        if (candidate / "env.py").exists():
+            return candidate
+    raise ConfigError("quipu's migrations directory is missing from this installation")
+
+
+def alembic_config(url: str | None = None) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(migrations_dir()))
+    if url:
+        cfg.set_main_option("sqlalchemy.url", url)
+    return cfg
+
+
+def sqlite_url(location: str) -> tuple[str, bool]:
+    """Turn a path, ``:memory:`` or ``sqlite:///...`` into an SQLAlchemy URL."""
+    if location in (":memory:", "sqlite://", "sqlite:///:memory:"):
+        return "sqlite://", True
+    if location.startswith("sqlite:"):
+        return location, make_url(location).database in (None, "", ":memory:")
+    if "://" in location:
+        scheme = location.split("://", 1)[0]
+        raise ConfigError(
+            f"unsupported store URL scheme {scheme!r}: use a SQLite file path, ':memory:' "
+            "or 'sqlite:///PATH' (the PostgreSQL backend is not part of this build yet)"
+        )
+    return f"sqlite:///{Path(location).expanduser()}", False
+
+
+@dataclass
+class WriteContext:
+    """One open write transaction. Terms interned here join the cache only after commit."""
+
+    conn: Connection
+    pending_terms: dict[str, int] = field(default_factory=dict)
+
+
+class Database:
+    """A store on disk or in memory: one writer connection and a pool of readers."""
+
+    def __init__(self, location: str, tuning: SqliteTuning | None = None, readers: int = 4) -> None:
+        url, memory = sqlite_url(location)
+        self.location = location
+        self.memory = memory
+        self.dialect: Dialect = SqliteDialect(tuning or SqliteTuning(), memory=memory)
+        self._write_lock = threading.RLock()
+        if memory:
+            # One shared connection: a second one would see a different, empty database.
+            self.writer = create_engine(url, poolclass=StaticPool, connect_args={"check_same_thread": False})
+            self.dialect.configure(self.writer, write=False)
+            self.reader = self.writer
+        else:
+            if not Path(make_url(url).database or "").parent.exists():
+                raise ConfigError(f"cannot create store {location!r}: its directory does not exist")
+            self.writer = create_engine(
+                url, pool_size=1, max_overflow=0, connect_args={"check_same_thread": False}
+            )
+            self.reader = create_engine(
+                url, pool_size=readers, max_overflow=readers, connect_args={"check_same_thread": False}
+            )
+            self.dialect.configure(self.writer, write=True)
+            self.dialect.configure(self.reader, write=False)
+        self._write_engine = self.writer.execution_options(quipu_write=True)
+        self.terms = TermDictionary()
+        self.upgrade()
+
+    # -- schema -----------------------------------------------------------------------------
+
+    def schema_revision(self) -> str | None:
+        with self.reader.connect() as conn:
+            return MigrationContext.configure(conn).get_current_revision()
+
+    def upgrade(self) -> None:
+        """Apply any migrations this file has not seen (a new file starts from nothing)."""
+        cfg = alembic_config()
+        head = ScriptDirectory.from_config(cfg).get_current_head()
+        if self.schema_revision() == head:
+            return
+        self.migrate(cfg, "head")
+
+    def migrate(self, cfg: Config, revision: str) -> None:
+        with self._write_lock, self._write_engine.connect() as conn:
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, revision)
+            conn.commit()
+
+    # -- transactions -----------------------------------------------------------------------
+
+    @contextmanager
+    def write(self) -> Iterator[WriteContext]:
+        """A write transaction: serialised, all-or-nothing."""
+        with self._write_lock, self._write_engine.connect() as conn:
+            ctx = WriteContext(conn)
+            with conn.begin():
+                self.dialect.begin_write(conn)
+                yield ctx
+            self.terms.remember(ctx.pending_terms)
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        """A read snapshot: every statement inside sees one committed state."""
+        if self.memory:
+            with self._write_lock, self.reader.connect() as conn, conn.begin():
+                yield conn
+        else:
+            with self.reader.connect() as conn, conn.begin():
+                yield conn
+
+    def head_tx(self, conn: Connection) -> int:
+        """The latest committed transaction id (0 for an empty store)."""
+        value = conn.exec_driver_sql("SELECT MAX(id) FROM transactions").scalar()
+        return int(value or 0)
+
+    def close(self) -> None:
+        self.writer.dispose()
+        if self.reader is not self.writer:
+            self.reader.dispose()

@@ -1,0 +1,268 @@
+"""The tagged byte encoding of statement values (DM §2) and its mappings.
+
+Two values are equal exactly when their encodings are equal, so retraction, deduplication and
+pattern matching compare bytes. Literal encodings do not depend on the term dictionary; only a
+``Ref`` needs a term id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+import struct
+from dataclasses import dataclass
+from typing import Any, Final
+
+from quipu.errors import BadLiteral, InvalidField
+
+XSD: Final = "http://www.w3.org/2001/XMLSchema#"
+RDF: Final = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
+XSD_STRING: Final = XSD + "string"
+XSD_INTEGER: Final = XSD + "integer"
+XSD_DOUBLE: Final = XSD + "double"
+XSD_BOOLEAN: Final = XSD + "boolean"
+XSD_BASE64: Final = XSD + "base64Binary"
+RDF_LANGSTRING: Final = RDF + "langString"
+
+TAG_REF, TAG_STR, TAG_INT, TAG_FLOAT, TAG_BOOL, TAG_BYTES, TAG_LANG, TAG_TYPED = range(8)
+
+_INTEGER_LEX = re.compile(r"[+-]?[0-9]+")
+_DECIMAL_LEX = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)")
+_DOUBLE_LEX = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?|[+-]?INF|NaN")
+_INTEGER_TYPES = frozenset(
+    XSD + t
+    for t in (
+        "long",
+        "int",
+        "short",
+        "byte",
+        "nonNegativeInteger",
+        "nonPositiveInteger",
+        "positiveInteger",
+        "negativeInteger",
+        "unsignedLong",
+        "unsignedInt",
+        "unsignedShort",
+        "unsignedByte",
+    )
+)
+_I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
+_REF_PREFIX: Final = bytes([TAG_REF])
+_STR_PREFIX: Final = bytes([TAG_STR])
+_pack_q = struct.Struct("<q").pack
+_pack_d = struct.Struct("<d").pack
+
+
+def digest(data: bytes) -> bytes:
+    """The 16-byte digest that indexes stand on (first half of SHA-256)."""
+    return hashlib.sha256(data).digest()[:16]
+
+
+def ref(term_id: int) -> bytes:
+    return _REF_PREFIX + _pack_q(term_id)
+
+
+def ref_id(value: bytes) -> int | None:
+    """The term id of a ``Ref`` encoding, else None."""
+    if value[0] == TAG_REF:
+        return int(struct.unpack_from("<q", value, 1)[0])
+    return None
+
+
+def string(text: str) -> bytes:
+    return _STR_PREFIX + text.encode("utf-8")
+
+
+def integer(n: int) -> bytes:
+    if not _I64_MIN <= n <= _I64_MAX:
+        raise BadLiteral(f"bad integer literal: {n} does not fit in a 64-bit signed integer")
+    return bytes([TAG_INT]) + _pack_q(n)
+
+
+def double(x: float) -> bytes:
+    return bytes([TAG_FLOAT]) + _pack_d(x)
+
+
+def boolean(b: bool) -> bytes:
+    return bytes([TAG_BOOL, 1 if b else 0])
+
+
+def _with_header(tag: int, header: str, lexical: str) -> bytes:
+    head = header.encode("utf-8")
+    if len(head) > 0xFFFF:
+        raise BadLiteral("language tag or datatype IRI longer than 65535 bytes")
+    return bytes([tag]) + struct.pack("<H", len(head)) + head + lexical.encode("utf-8")
+
+
+def lang_string(lexical: str, lang: str) -> bytes:
+    return _with_header(TAG_LANG, lang, lexical)
+
+
+def literal(lexical: str, datatype: str | None = None, lang: str | None = None) -> bytes:
+    """Encode an RDF literal the way ingestion does (DM §2, rules 1-3)."""
+    if lang:
+        return lang_string(lexical, lang)
+    if datatype is None or datatype == XSD_STRING:
+        return string(lexical)
+    if datatype == XSD_INTEGER:
+        if not _INTEGER_LEX.fullmatch(lexical):
+            raise BadLiteral(f'bad integer literal: "{lexical}" is not an xsd:integer')
+        return integer(int(lexical))
+    if datatype == XSD_DOUBLE:
+        if not _DOUBLE_LEX.fullmatch(lexical):
+            raise BadLiteral(f'bad double literal: "{lexical}" is not an xsd:double')
+        return double(float(lexical.replace("INF", "inf")))
+    if datatype == XSD_BOOLEAN:
+        return boolean(lexical in ("true", "1"))
+    if datatype == XSD + "decimal" or datatype in _INTEGER_TYPES:
+        pattern = _INTEGER_LEX if datatype in _INTEGER_TYPES else _DECIMAL_LEX
+        if not pattern.fullmatch(lexical):
+            raise BadLiteral(f'bad numeric literal: "{lexical}" is not a valid <{datatype}>')
+    elif datatype == XSD + "float" and not _DOUBLE_LEX.fullmatch(lexical):
+        raise BadLiteral(f'bad numeric literal: "{lexical}" is not a valid <{datatype}>')
+    return _with_header(TAG_TYPED, datatype, lexical)
+
+
+@dataclass(frozen=True, slots=True)
+class Decoded:
+    """A decoded value: ``kind`` is one of ref/str/int/float/bool/bytes/lang/typed."""
+
+    kind: str
+    value: Any  # term id, text, number, bool or bytes
+    lexical: str = ""
+    lang: str | None = None
+    datatype: str | None = None
+
+
+def decode(value: bytes) -> Decoded:
+    tag = value[0]
+    if tag == TAG_REF:
+        return Decoded("ref", struct.unpack_from("<q", value, 1)[0])
+    if tag == TAG_STR:
+        text = value[1:].decode("utf-8")
+        return Decoded("str", text, text)
+    if tag == TAG_INT:
+        n = struct.unpack_from("<q", value, 1)[0]
+        return Decoded("int", n, str(n), datatype=XSD_INTEGER)
+    if tag == TAG_FLOAT:
+        x = struct.unpack_from("<d", value, 1)[0]
+        return Decoded("float", x, _double_lexical(x), datatype=XSD_DOUBLE)
+    if tag == TAG_BOOL:
+        b = value[1] == 1
+        return Decoded("bool", b, "true" if b else "false", datatype=XSD_BOOLEAN)
+    if tag == TAG_BYTES:
+        return Decoded("bytes", value[1:], datatype=XSD_BASE64)
+    if tag in (TAG_LANG, TAG_TYPED):
+        (n,) = struct.unpack_from("<H", value, 1)
+        header = value[3 : 3 + n].decode("utf-8")
+        lexical = value[3 + n :].decode("utf-8")
+        if tag == TAG_LANG:
+            return Decoded("lang", lexical, lexical, lang=header, datatype=RDF_LANGSTRING)
+        return Decoded("typed", lexical, lexical, datatype=header)
+    raise ValueError(f"unknown value tag {tag}")
+
+
+def _double_lexical(x: float) -> str:
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "INF" if x > 0 else "-INF"
+    return repr(x).replace("e+", "E").replace("e", "E")
+
+
+def numeric(value: bytes) -> float | None:
+    """The numeric shadow of a value, for ordering and comparison in SQL; None if not a number."""
+    tag = value[0]
+    if tag == TAG_INT:
+        return float(struct.unpack_from("<q", value, 1)[0])
+    if tag == TAG_FLOAT:
+        x = struct.unpack_from("<d", value, 1)[0]
+        return None if math.isnan(x) else float(x)
+    if tag == TAG_TYPED:
+        d = decode(value)
+        if d.datatype in _INTEGER_TYPES or d.datatype in (XSD + "decimal", XSD + "float"):
+            try:
+                x = float(d.lexical.replace("INF", "inf"))
+            except ValueError:
+                return None
+            return None if math.isnan(x) else x
+    return None
+
+
+def looks_like_iri(text: str) -> bool:
+    """The shape guard's test for a bare string that was probably meant as an IRI."""
+    return "://" in text and not any(c.isspace() for c in text)
+
+
+_IRI_FORBIDDEN = re.compile(r'[\x00-\x20<>"{}|^`\\]')
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def check_iri(text: object, field: str) -> str:
+    """An absolute IRI from a request field, or 400 naming the field."""
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidField(f"'{field}' must be a non-empty IRI", field=field)
+    if not _SCHEME.match(text) or _IRI_FORBIDDEN.search(text):
+        raise InvalidField(f"'{field}' is not an absolute IRI: {text!r}", field=field)
+    return text
+
+
+@dataclass(frozen=True, slots=True)
+class ValueInput:
+    """A JSON-surface object value (DM §2.1): an IRI to resolve, or literal bytes."""
+
+    iri: str | None = None
+    encoded: bytes | None = None
+    bare_string: bool = False
+
+
+def from_json(value: object, field: str = "value") -> ValueInput:
+    """Parse the JSON input forms of DM §2.1."""
+    if isinstance(value, str):
+        return ValueInput(encoded=string(value), bare_string=True)
+    if isinstance(value, dict):
+        keys = set(value)
+        if keys == {"iri"} and isinstance(value["iri"], str):
+            return ValueInput(iri=check_iri(value["iri"], f"{field}.iri"))
+        if keys == {"str"} and isinstance(value["str"], str):
+            return ValueInput(encoded=string(value["str"]))
+        if keys == {"int"} and isinstance(value["int"], int) and not isinstance(value["int"], bool):
+            return ValueInput(encoded=integer(value["int"]))
+        if (
+            keys == {"float"}
+            and isinstance(value["float"], int | float)
+            and not isinstance(value["float"], bool)
+        ):
+            return ValueInput(encoded=double(float(value["float"])))
+        if keys == {"bool"} and isinstance(value["bool"], bool):
+            return ValueInput(encoded=boolean(value["bool"]))
+        if keys == {"value", "lang"} and isinstance(value["value"], str) and isinstance(value["lang"], str):
+            return ValueInput(encoded=lang_string(value["value"], value["lang"]))
+        if (
+            keys == {"value", "datatype"}
+            and isinstance(value["value"], str)
+            and isinstance(value["datatype"], str)
+        ):
+            return ValueInput(encoded=literal(value["value"], value["datatype"]))
+    raise InvalidField(
+        f'\'{field}\' must be a string or one of {{"iri"}}, {{"str"}}, {{"int"}}, {{"float"}}, '
+        '{"bool"}, {"value","lang"}, {"value","datatype"}',
+        field=field,
+    )
+
+
+def to_json(value: bytes, iri_of: dict[int, str]) -> object:
+    """The JSON output form of a stored value (DM §2.1); ``iri_of`` resolves Ref ids."""
+    d = decode(value)
+    if d.kind == "ref":
+        return iri_of[d.value]
+    if d.kind in ("str", "int", "bool"):
+        return d.value
+    if d.kind == "float":
+        return d.value if math.isfinite(d.value) else None
+    if d.kind == "lang":
+        return {"value": d.lexical, "lang": d.lang}
+    if d.kind == "typed":
+        return {"value": d.lexical, "datatype": d.datatype}
+    return f"<{len(d.value)} bytes>"

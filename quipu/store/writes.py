@@ -1,0 +1,470 @@
+"""Write transactions: assert, retract, set and graph registration (DM §4, §5, §7, §12).
+
+Each public function runs in one database transaction through ``Database.write``: a refusal or
+an error anywhere rolls back everything, interned terms included. Nothing is ever deleted: a
+retraction closes claims (``valid_to``, ``retracted_tx``) and appends a retraction record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from sqlalchemy import Connection, exists, insert, literal, select, update
+from sqlalchemy.exc import IntegrityError
+
+from quipu import times
+from quipu.errors import InvalidField, NotFound, UnknownGraph, WriteRefused
+from quipu.rdfio.formats import input_format
+from quipu.rdfio.parse import Statement, parse_document
+from quipu.store import values
+from quipu.store.database import Database, WriteContext
+from quipu.store.schema import (
+    META_IRI,
+    OP_ASSERT,
+    OP_RETRACT,
+    ROOT,
+    ROOT_IRI,
+    facts,
+    graphs,
+    transactions,
+)
+from quipu.store.stage import Row, stage, stage_rows
+from quipu.store.views import visible
+
+RDF_TYPE = values.RDF + "type"
+
+
+@dataclass(frozen=True, slots=True)
+class TxInfo:
+    id: int
+    timestamp: str
+    source: str | None
+    graph: int
+
+
+@dataclass(frozen=True)
+class KnotResult:
+    tx_id: int
+    count: int
+    valid_from: str
+    claims: int  # claim rows written (new statements plus new ownership claims)
+    tx_ids: tuple[int, ...] = ()
+    conforms: bool = True
+    snapshot: str | None = None
+    replaced: bool = False
+
+
+@dataclass(frozen=True)
+class RetractResult:
+    tx_id: int
+    retracted: int
+    entity: str
+
+
+@dataclass(frozen=True)
+class SetResult:
+    tx_id: int
+    retracted: int
+    asserted: int
+    entity: str
+    predicate: str
+
+
+@dataclass
+class _Plan:
+    """Statements grouped by destination graph id."""
+
+    by_graph: dict[int, dict[tuple[int, int, bytes], Row]] = field(default_factory=dict)
+
+
+def derived_source(source: str | None, actor: str | None, verb: str) -> str:
+    """The producer key of a write (DM §4.1): the caller's, else ``<verb>:<actor>``."""
+    if source is not None and source.strip():
+        return source
+    if actor is not None and actor.strip():
+        return f"{verb}:{actor}"
+    return f"{verb}:anonymous"
+
+
+def is_companion(iri: str) -> bool:
+    """Reserved companion inferred graphs (DM §3.4)."""
+    return iri.endswith("#inferred") or ("#" in iri and iri.endswith("-inferred"))
+
+
+def open_transaction(
+    ctx: WriteContext, *, timestamp: str, actor: str | None, source: str | None, graph: int
+) -> TxInfo:
+    tx_id = ctx.conn.execute(
+        insert(transactions).returning(transactions.c.id),
+        {
+            "timestamp": timestamp,
+            "actor": actor,
+            "source": source,
+            "graph": graph,
+            "recorded_at": times.now(),
+        },
+    ).scalar_one()
+    return TxInfo(int(tx_id), timestamp, source, graph)
+
+
+def resolve_target_graph(db: Database, ctx: WriteContext, iri: str | None) -> int:
+    """A registered committed graph to write into; never interns (DM §1.4, knot rule 7)."""
+    if iri is None or iri == "" or iri == ROOT_IRI:
+        return ROOT
+    if is_companion(iri):
+        raise WriteRefused(
+            f"graph <{iri}> is a reserved companion inferred graph; only the reasoner writes there",
+            field="graph",
+        )
+    gid = db.terms.lookup_in(ctx, (iri,)).get(iri)
+    if gid is None:
+        raise UnknownGraph(
+            f"unknown graph: {iri} — create and register it first via graph_create", field="graph"
+        )
+    cls = ctx.conn.execute(select(graphs.c["class"]).where(graphs.c.g == gid)).scalar()
+    if cls is None:
+        raise UnknownGraph(f"graph {iri} is interned but not registered", field="graph")
+    if cls == "overlay":
+        raise WriteRefused(f"graph {iri} is an overlay — write through overlay_write", field="graph")
+    return gid
+
+
+def _rows(statements: Sequence[Statement], ids: dict[str, int], graph_of: dict[str | None, int]) -> _Plan:
+    plan = _Plan()
+    digest, ref, numeric = values.digest, values.ref, values.numeric
+    ref_digests: dict[int, tuple[bytes, bytes]] = {}
+    for gname, s, p, o in statements:
+        bucket = plan.by_graph.get(graph_of[gname])
+        if bucket is None:
+            bucket = plan.by_graph[graph_of[gname]] = {}
+        e, a = ids[s], ids[p]
+        if type(o) is str:
+            oid = ids[o]
+            pair = ref_digests.get(oid)
+            if pair is None:
+                v = ref(oid)
+                pair = ref_digests[oid] = (v, digest(v))
+            bucket[(e, a, pair[0])] = (e, a, pair[0], pair[1], oid, None)
+        else:
+            assert isinstance(o, bytes)
+            key = (e, a, o)
+            if key not in bucket:
+                bucket[key] = (e, a, o, digest(o), None, numeric(o) if o[0] in (2, 3, 7) else None)
+    return plan
+
+
+def assert_rows(db: Database, ctx: WriteContext, tx: TxInfo, rows: Iterable[Row], valid_from: str) -> int:
+    """Write claims for ``rows`` (deduplicated statements) into ``tx.graph`` (DM §5.2).
+
+    A statement with a live claim of this transaction's source is skipped (idempotent); one live
+    only under other sources gets a second, ownership claim. Returns the claim rows written.
+    """
+    if not stage_rows(ctx.conn, db.dialect, list(rows)):
+        return 0
+    f = facts.alias("f")
+    t = transactions.alias("t")
+    owned = exists().where(
+        f.c.g == tx.graph,
+        f.c.e == stage.c.e,
+        f.c.a == stage.c.a,
+        f.c.vh == stage.c.vh,
+        f.c.v == stage.c.v,
+        f.c.op == OP_ASSERT,
+        f.c.valid_to.is_(None),
+        t.c.id == f.c.tx,
+        t.c.source.is_not_distinct_from(tx.source),
+    )
+    chosen = select(
+        stage.c.e,
+        stage.c.a,
+        stage.c.v,
+        stage.c.vh,
+        stage.c.v_ref,
+        stage.c.v_num,
+        literal(tx.graph),
+        literal(tx.id),
+        literal(valid_from),
+        literal(OP_ASSERT),
+    ).where(~owned)
+    try:
+        result = ctx.conn.execute(
+            insert(facts).from_select(
+                ["e", "a", "v", "vh", "v_ref", "v_num", "g", "tx", "valid_from", "op"], chosen
+            )
+        )
+    except IntegrityError as exc:  # two values with one digest inside one transaction
+        raise WriteRefused(f"value digest collision inside one transaction: {exc.orig}") from None
+    return int(result.rowcount)
+
+
+def close_claims(
+    ctx: WriteContext,
+    tx: TxInfo,
+    *,
+    e: int,
+    a: int | None = None,
+    v: bytes | None = None,
+    keep: bytes | None = None,
+) -> int:
+    """Close every live claim of matching statements in ``tx.graph`` (unscoped, DM §5.3).
+
+    Writes one retraction record per closed statement and returns how many statements closed.
+    ``keep`` excludes one value (``set`` keeps the value it is making sole).
+    """
+    c = facts.c
+    cond = [c.g == tx.graph, c.e == e, c.op == OP_ASSERT, c.valid_to.is_(None)]
+    if a is not None:
+        cond.append(c.a == a)
+    if v is not None:
+        cond += [c.vh == values.digest(v), c.v == v]
+    if keep is not None:
+        cond.append(c.v != keep)
+    closed = ctx.conn.execute(
+        update(facts)
+        .where(*cond)
+        .values(valid_to=tx.timestamp, retracted_tx=tx.id)
+        .returning(c.e, c.a, c.v, c.vh, c.v_ref, c.v_num, c.valid_from)
+    ).all()
+    earliest: dict[tuple[int, int, bytes], tuple[Row, str]] = {}
+    for row in closed:
+        key = (row.e, row.a, bytes(row.v))
+        prior = earliest.get(key)
+        if prior is None or row.valid_from < prior[1]:
+            earliest[key] = ((row.e, row.a, key[2], bytes(row.vh), row.v_ref, row.v_num), row.valid_from)
+    if earliest:
+        ctx.conn.execute(
+            insert(facts),
+            [
+                {
+                    "e": r[0],
+                    "a": r[1],
+                    "v": r[2],
+                    "vh": r[3],
+                    "v_ref": r[4],
+                    "v_num": r[5],
+                    "g": tx.graph,
+                    "tx": tx.id,
+                    "valid_from": vf,
+                    "valid_to": tx.timestamp,
+                    "retracted_tx": tx.id,
+                    "op": OP_RETRACT,
+                }
+                for r, vf in earliest.values()
+            ],
+        )
+    return len(earliest)
+
+
+def _live_values(conn: Connection, g: int, e: int, a: int | None = None) -> list[tuple[int, bytes]]:
+    c = facts.c
+    query = select(c.a, c.v).distinct().where(c.g == g, c.e == e, visible(facts, None, None))
+    if a is not None:
+        query = query.where(c.a == a)
+    return [(int(r.a), bytes(r.v)) for r in conn.execute(query)]
+
+
+# -- public write operations ---------------------------------------------------------------
+
+
+def knot(
+    db: Database,
+    data: bytes | str,
+    *,
+    format: str = "turtle",
+    timestamp: str | None = None,
+    valid_from: str | None = None,
+    actor: str | None = None,
+    source: str | None = None,
+    graph: str | None = None,
+    blank_node_scope: str | None = None,
+    base_iri: str | None = None,
+) -> KnotResult:
+    """Assert an RDF document (append mode). Named graphs in N-Quads/TriG must be registered."""
+    fmt = input_format(format)
+    stored_from = times.normalise_valid_from(valid_from) if valid_from is not None else None
+    ts = times.normalise_timestamp(timestamp)
+    stored_from = stored_from or ts
+    raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+    target_iri = graph if graph not in (None, "") else ROOT_IRI
+    assert target_iri is not None
+    doc = parse_document(raw, fmt, graph_iri=target_iri, blank_node_scope=blank_node_scope, base_iri=base_iri)
+    src = derived_source(source, actor, "knot")
+    with db.write() as ctx:
+        target = resolve_target_graph(db, ctx, graph)
+        graph_of: dict[str | None, int] = {None: target}
+        for name in sorted(doc.graphs):
+            graph_of[name] = resolve_target_graph(db, ctx, name)
+        iris: set[str] = set()
+        for _g, s, p, o in doc.statements:
+            iris.add(s)
+            iris.add(p)
+            if type(o) is str:
+                iris.add(o)
+        ids = db.terms.intern(ctx, iris)
+        plan = _rows(doc.statements, ids, graph_of)
+        order = sorted(set(plan.by_graph) | {target})  # ROOT (0) first, then ascending ids
+        tx_ids: list[int] = []
+        claims = 0
+        for gid in order:
+            tx = open_transaction(ctx, timestamp=ts, actor=actor, source=src, graph=gid)
+            tx_ids.append(tx.id)
+            claims += assert_rows(db, ctx, tx, plan.by_graph.get(gid, {}).values(), stored_from)
+    count = sum(len(b) for b in plan.by_graph.values())
+    return KnotResult(tx_ids[order.index(target)], count, stored_from, claims, tuple(tx_ids))
+
+
+def _entity_id(db: Database, ctx: WriteContext, iri: str, field: str = "entity") -> int:
+    values.check_iri(iri, field)
+    tid = db.terms.lookup_in(ctx, (iri,)).get(iri)
+    if tid is None:
+        raise NotFound(f"{field} not found: {iri}", field=field)
+    return tid
+
+
+def retract(
+    db: Database,
+    entity: str,
+    *,
+    predicate: str | None = None,
+    value: object = None,
+    timestamp: str | None = None,
+    actor: str | None = None,
+    source: str | None = None,
+    allow_orphan: bool = False,
+) -> RetractResult:
+    """Retract ROOT statements about ``entity`` (tools-core §3.7): all, one predicate, or one."""
+    ts = times.normalise_timestamp(timestamp)
+    wanted = values.from_json(value) if value is not None else None
+    with db.write() as ctx:
+        e = _entity_id(db, ctx, entity)
+        a = _entity_id(db, ctx, predicate, "predicate") if predicate is not None else None
+        v: bytes | None = None
+        if wanted is not None:
+            if wanted.iri is not None:
+                oid = db.terms.lookup_in(ctx, (wanted.iri,)).get(wanted.iri)
+                if oid is None:  # an unknown IRI matches nothing and is not interned
+                    return RetractResult(0, 0, entity)
+                v = values.ref(oid)
+            else:
+                v = wanted.encoded
+        live = _live_values(ctx.conn, ROOT, e)
+        matched = [(pa, pv) for pa, pv in live if (a is None or pa == a) and (v is None or pv == v)]
+        if not matched:
+            if wanted is not None and wanted.bare_string and a is not None:
+                current = [pv for pa, pv in live if pa == a]
+                _bare_string_guard(current, entity, predicate, value, "retract matched nothing")
+            return RetractResult(0, 0, entity)
+        if not allow_orphan and (a is not None or v is not None):
+            _half_ghost_guard(db, ctx, entity, live, matched)
+        tx = open_transaction(
+            ctx, timestamp=ts, actor=actor, source=derived_source(source, actor, "retract"), graph=ROOT
+        )
+        retracted = close_claims(ctx, tx, e=e, a=a, v=v)
+    return RetractResult(tx.id, retracted, entity)
+
+
+def _bare_string_guard(
+    current: list[bytes], entity: str, predicate: str | None, value: object, what: str
+) -> None:
+    """A bare string can never equal a stored reference: refuse instead of a silent no-op."""
+    refs = [pv for pv in current if values.ref_id(pv) is not None]
+    text = str(value)
+    if current and len(refs) == len(current):
+        raise WriteRefused(
+            f'{what}: object "{text}" is a string literal, but <{predicate}> takes an IRI reference '
+            f'on <{entity}>; send {{"iri": "{text}"}} for an edge or {{"str": "{text}"}} for a literal',
+            field="value",
+        )
+    if not current and values.looks_like_iri(text):
+        raise WriteRefused(
+            f'{what}: object "{text}" looks like an IRI but was sent as a string literal; send '
+            f'{{"iri": "{text}"}} for an edge or {{"str": "{text}"}} to mean the literal',
+            field="value",
+        )
+
+
+def _half_ghost_guard(
+    db: Database,
+    ctx: WriteContext,
+    entity: str,
+    live: list[tuple[int, bytes]],
+    matched: list[tuple[int, bytes]],
+) -> None:
+    type_id = db.terms.lookup_in(ctx, (RDF_TYPE,)).get(RDF_TYPE)
+    types = {(pa, pv) for pa, pv in live if pa == type_id}
+    gone = set(matched)
+    survivors = [s for s in live if s not in gone]
+    if types and types <= gone and survivors:
+        raise WriteRefused(
+            f"refusing to retract entity <{entity}>'s last rdf:type while {len(survivors)} other "
+            "fact(s) survive; pass allow_orphan: true to allow it",
+            reason="would_orphan",
+        )
+
+
+def set_value(
+    db: Database,
+    entity: str,
+    predicate: str,
+    value: object,
+    *,
+    timestamp: str | None = None,
+    actor: str | None = None,
+    source: str | None = None,
+) -> SetResult:
+    """Make ``value`` the only current object of (entity, predicate) in ROOT (tools-core §3.6)."""
+    values.check_iri(predicate, "predicate")
+    if value is None:
+        raise InvalidField("missing 'value' parameter", field="value")
+    wanted = values.from_json(value)
+    ts = times.normalise_timestamp(timestamp)
+    with db.write() as ctx:
+        e = _entity_id(db, ctx, entity)
+        a_known = db.terms.lookup_in(ctx, (predicate,)).get(predicate)
+        live = _live_values(ctx.conn, ROOT, e, a_known) if a_known is not None else []
+        if wanted.bare_string:
+            _bare_string_guard([pv for _pa, pv in live], entity, predicate, value, "set refused")
+        if wanted.iri is not None:
+            ids = db.terms.intern(ctx, (predicate, wanted.iri))
+            v = values.ref(ids[wanted.iri])
+        else:
+            ids = db.terms.intern(ctx, (predicate,))
+            assert wanted.encoded is not None
+            v = wanted.encoded
+        current = {pv for _pa, pv in live}
+        if current == {v}:
+            return SetResult(0, 0, 0, entity, predicate)
+        tx = open_transaction(
+            ctx, timestamp=ts, actor=actor, source=derived_source(source, actor, "set"), graph=ROOT
+        )
+        a = ids[predicate]
+        retracted = close_claims(ctx, tx, e=e, a=a, keep=v) if current - {v} else 0
+        asserted = 0
+        if v not in current:
+            oid = values.ref_id(v)
+            row: Row = (e, a, v, values.digest(v), oid, values.numeric(v))
+            asserted = 1 if assert_rows(db, ctx, tx, [row], ts) else 0
+    return SetResult(tx.id, retracted, asserted, entity, predicate)
+
+
+def register_graph(db: Database, iri: str, *, actor: str | None = None, timestamp: str | None = None) -> bool:
+    """Register a committed named graph; False when it already was. Reserved IRIs are refused."""
+    values.check_iri(iri, "graph")
+    if iri in (ROOT_IRI, META_IRI) or is_companion(iri):
+        raise WriteRefused(f"graph IRI <{iri}> is reserved", field="graph")
+    with db.write() as ctx:
+        gid = db.terms.intern(ctx, (iri,))[iri]
+        if ctx.conn.execute(select(graphs.c.g).where(graphs.c.g == gid)).first() is not None:
+            return False
+        ctx.conn.execute(
+            insert(graphs),
+            {
+                "g": gid,
+                "class": "committed",
+                "parent_branch": None,
+                "created_at": times.normalise_timestamp(timestamp),
+                "created_actor": actor,
+            },
+        )
+    return True

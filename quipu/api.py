@@ -1,0 +1,171 @@
+"""The embedding API: ``kb = quipu.open(path)``, then knot / retract / set / query / export."""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Any
+
+from rdflib import Graph
+from rdflib.term import Node
+
+from quipu.sparql.engine import QueryResult, run_query
+from quipu.store import reads, writes
+from quipu.store.database import Database
+from quipu.store.dialect import SqliteTuning
+
+
+class KnowledgeBase:
+    """A bitemporal RDF store opened from a file path, ``":memory:"`` or an SQLite URL."""
+
+    def __init__(
+        self,
+        location: str,
+        *,
+        synchronous: str = "NORMAL",
+        cache_mb: int = 256,
+        readers: int = 4,
+        max_sparql_rows: int | None = None,
+    ) -> None:
+        self.db = Database(
+            location, SqliteTuning(synchronous=synchronous, cache_mb=cache_mb), readers=readers
+        )
+        self.max_sparql_rows = max_sparql_rows
+        self._stats = reads.StatsCache()
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def knot(
+        self,
+        data: str | bytes,
+        format: str = "turtle",
+        *,
+        timestamp: str | None = None,
+        valid_from: str | None = None,
+        actor: str | None = None,
+        source: str | None = None,
+        graph: str | None = None,
+        blank_node_scope: str | None = None,
+    ) -> writes.KnotResult:
+        """Assert an RDF document in one transaction (per destination graph)."""
+        return writes.knot(
+            self.db,
+            data,
+            format=format,
+            timestamp=timestamp,
+            valid_from=valid_from,
+            actor=actor,
+            source=source,
+            graph=graph,
+            blank_node_scope=blank_node_scope,
+        )
+
+    def retract(
+        self,
+        entity: str,
+        predicate: str | None = None,
+        value: Any = None,
+        *,
+        timestamp: str | None = None,
+        actor: str | None = None,
+        source: str | None = None,
+        allow_orphan: bool = False,
+    ) -> writes.RetractResult:
+        """Close ROOT statements about ``entity``: all, one predicate's, or one statement."""
+        return writes.retract(
+            self.db,
+            entity,
+            predicate=predicate,
+            value=value,
+            timestamp=timestamp,
+            actor=actor,
+            source=source,
+            allow_orphan=allow_orphan,
+        )
+
+    def set(
+        self,
+        entity: str,
+        predicate: str,
+        value: Any,
+        *,
+        timestamp: str | None = None,
+        actor: str | None = None,
+        source: str | None = None,
+    ) -> writes.SetResult:
+        """Make ``value`` the only current object of (entity, predicate)."""
+        return writes.set_value(
+            self.db, entity, predicate, value, timestamp=timestamp, actor=actor, source=source
+        )
+
+    def create_graph(self, iri: str, *, actor: str | None = None) -> bool:
+        """Register a committed named graph so writes may target it; False if it existed."""
+        return writes.register_graph(self.db, iri, actor=actor)
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def query(
+        self,
+        sparql: str,
+        valid_at: str | None = None,
+        as_of_tx: int | None = None,
+        *,
+        graph: str | None = None,
+    ) -> list[dict[str, Node]] | bool | Graph:
+        """SELECT → rows (dicts of rdflib terms), ASK → bool, CONSTRUCT/DESCRIBE → a Graph."""
+        result = self.query_result(sparql, valid_at=valid_at, as_of_tx=as_of_tx, graph=graph)
+        if result.form == "SELECT":
+            return result.rows
+        if result.form == "ASK":
+            return bool(result.boolean)
+        assert result.graph is not None
+        return result.graph
+
+    def query_result(
+        self,
+        sparql: str,
+        *,
+        valid_at: str | None = None,
+        as_of_tx: int | None = None,
+        graph: str | None = None,
+    ) -> QueryResult:
+        """The full result: variables, truncation flag and form, as well as the rows."""
+        return run_query(
+            self.db, sparql, valid_at=valid_at, as_of_tx=as_of_tx, graph=graph, max_rows=self.max_sparql_rows
+        )
+
+    def export(self, format: str = "ntriples", *, graph: str | None = None) -> str:
+        """Deterministic N-Triples or Turtle of ROOT's (or one graph's) current statements."""
+        return reads.export(self.db, graph=graph, format=format).rdf
+
+    def cord(
+        self, *, type: str | None = None, predicate: str | None = None, limit: int = 100
+    ) -> dict[str, Any]:
+        return reads.cord(self.db, type=type, predicate=predicate, limit=limit)
+
+    def unravel(self, *, tx: int | None = None, valid_at: str | None = None) -> dict[str, Any]:
+        return reads.unravel(self.db, tx=tx, valid_at=valid_at)
+
+    def entity(self, iri: str, *, expanded: bool = False) -> dict[str, Any]:
+        return reads.entity(self.db, iri, expanded=expanded)
+
+    def entity_history(self, iri: str) -> dict[str, Any]:
+        return reads.entity_history(self.db, iri)
+
+    def transactions(self, *, since: int = 0, limit: int | None = 1000) -> dict[str, Any]:
+        return reads.transaction_log(self.db, since=since, limit=limit)
+
+    def stats(self) -> dict[str, int]:
+        return self._stats.get(self.db)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> KnowledgeBase:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()

@@ -1,0 +1,53 @@
+"""Deterministic N-Triples and Turtle for exports (tools-core §1.3 rule 6).
+
+The same statements always give byte-identical output: N-Triples lines are sorted and unique;
+Turtle groups by subject, then predicate, in the same order. Terms are written in N-Triples
+syntax, which is also valid Turtle, so the two formats never disagree about a term.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from quipu.errors import BadRequest
+from quipu.store import values
+
+_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r"})
+
+
+def iri_term(iri: str) -> str:
+    """An IRI or a stored blank-node key (``_:…``) as an N-Triples term."""
+    return iri if iri.startswith("_:") else f"<{iri}>"
+
+
+def value_term(value: bytes, iri_of: dict[int, str]) -> str:
+    d = values.decode(value)
+    if d.kind == "ref":
+        return iri_term(iri_of[d.value])
+    if d.kind == "bytes":
+        raise BadRequest("cannot serialise a raw-bytes value as RDF", reason="unserialisable_value")
+    text = '"' + d.lexical.translate(_ESCAPES) + '"'
+    if d.kind == "str":
+        return text
+    if d.kind == "lang":
+        return f"{text}@{d.lang}"
+    return f"{text}^^<{d.datatype}>"
+
+
+def ntriples(rows: Iterable[tuple[str, str, str]]) -> str:
+    """Rendered (subject, predicate, object) terms → sorted, de-duplicated N-Triples."""
+    lines = sorted({f"{s} {p} {o} .\n" for s, p, o in rows})
+    return "".join(lines)
+
+
+def turtle(rows: Iterable[tuple[str, str, str]]) -> str:
+    """Rendered terms → Turtle ordered by subject, then predicate, then object."""
+    grouped: dict[str, dict[str, set[str]]] = {}
+    for s, p, o in rows:
+        grouped.setdefault(s, {}).setdefault(p, set()).add(o)
+    out: list[str] = []
+    for s in sorted(grouped):
+        preds = grouped[s]
+        parts = [f"{p} {', '.join(sorted(preds[p]))}" for p in sorted(preds)]
+        out.append(f"{s} " + " ;\n    ".join(parts) + " .\n")
+    return "\n".join(out)

@@ -1,0 +1,208 @@
+"""A read-only rdflib ``Store`` over one read snapshot and one ``TemporalView`` (DM §15).
+
+rdflib's SPARQL evaluator and pyshacl run on it through ``rdflib.Dataset(store=...,
+default_union=False)``. The default graph is the view's graph scope (ROOT unless the request
+widened it); named graphs are the ones ``GRAPH`` may see. Every pattern becomes one SQL query.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from rdflib import BNode, Dataset, Literal, URIRef
+from rdflib.graph import DATASET_DEFAULT_GRAPH_ID, Graph
+from rdflib.store import Store
+from rdflib.term import Node
+from sqlalchemy import Connection, func, select
+
+from quipu.errors import BadLiteral, Forbidden
+from quipu.store import values
+from quipu.store.database import Database
+from quipu.store.reads import named_graph_ids
+from quipu.store.schema import facts
+from quipu.store.views import TemporalView
+
+_READ_ONLY = "this view is read-only: write through quipu's write pipeline, not through rdflib"
+
+
+class QuipuView(Store):
+    """rdflib Store answering ``triples()``/``contexts()`` from a temporal view."""
+
+    context_aware = True
+    graph_aware = True
+    formula_aware = False
+    transaction_aware = False
+
+    def __init__(
+        self,
+        db: Database,
+        conn: Connection,
+        view: TemporalView,
+        named_graphs: Iterable[int] | None = None,
+    ) -> None:
+        super().__init__()
+        self.db = db
+        self.conn = conn
+        self.view = view
+        self._named: frozenset[int] | None = None if named_graphs is None else frozenset(named_graphs)
+        self._terms: dict[int, Node] = {}
+        self._graph_iris: dict[int, str] = {}
+        self._ns: dict[str, URIRef] = {}
+
+    # -- scope -----------------------------------------------------------------------------
+
+    @property
+    def named_graphs(self) -> frozenset[int]:
+        """Graphs ``GRAPH`` may see; by default every graph but ROOT and the meta-graph."""
+        if self._named is None:
+            self._named = frozenset(named_graph_ids(self.conn, self.db))
+        return self._named
+
+    def _scope_for(self, context: Graph | None) -> frozenset[int]:
+        ident = None if context is None else context.identifier
+        if ident is None or ident == DATASET_DEFAULT_GRAPH_ID:
+            return self.view.graphs
+        if isinstance(ident, URIRef):
+            gid = self.db.terms.lookup(self.conn, (str(ident),)).get(str(ident))
+            if gid is not None and gid in self.named_graphs:
+                return frozenset({gid})
+        return frozenset()
+
+    # -- terms -----------------------------------------------------------------------------
+
+    def _lookup(self, term: Node) -> int | None:
+        if isinstance(term, URIRef):
+            key = str(term)
+        elif isinstance(term, BNode):
+            key = "_:" + str(term)
+        else:
+            return None
+        return self.db.terms.lookup(self.conn, (key,)).get(key)
+
+    def encode_object(self, term: Node) -> bytes | None:
+        """A pattern object as stored bytes; None when it cannot match anything."""
+        if isinstance(term, Literal):
+            try:
+                return values.literal(str(term), str(term.datatype) if term.datatype else None, term.language)
+            except BadLiteral:
+                return None
+        tid = self._lookup(term)
+        return None if tid is None else values.ref(tid)
+
+    def _load_terms(self, ids: Iterable[int]) -> None:
+        missing = [i for i in ids if i not in self._terms]
+        if missing:
+            for tid, iri in self.db.terms.iris(self.conn, missing).items():
+                self._terms[tid] = BNode(iri[2:]) if iri.startswith("_:") else URIRef(iri)
+
+    def decode(self, value: bytes) -> Node:
+        d = values.decode(value)
+        if d.kind == "ref":
+            self._load_terms((d.value,))
+            return self._terms[d.value]
+        if d.kind == "str":
+            return Literal(d.lexical)
+        if d.kind == "lang":
+            return Literal(d.lexical, lang=d.lang)
+        if d.kind == "bytes":
+            return Literal(base64.b64encode(d.value).decode("ascii"), datatype=URIRef(values.XSD_BASE64))
+        return Literal(d.lexical, datatype=URIRef(d.datatype or values.XSD_STRING), normalize=False)
+
+    # -- the Store API ---------------------------------------------------------------------
+
+    def triples(  # type: ignore[override]
+        self, triple_pattern: tuple[Any, Any, Any], context: Graph | None = None
+    ) -> Iterator[tuple[tuple[Node, Node, Node], Iterator[Graph | None]]]:
+        s, p, o = triple_pattern
+        gids = self._scope_for(context)
+        if not gids:
+            return
+        c = facts.c
+        where = [self.view.with_graphs(gids).where(facts)]
+        for col, term in ((c.e, s), (c.a, p)):
+            if term is not None:
+                tid = self._lookup(term)
+                if tid is None:  # reads never intern: an unknown term matches nothing
+                    return
+                where.append(col == tid)
+        if o is not None:
+            enc = self.encode_object(o)
+            if enc is None:
+                return
+            where += [c.vh == values.digest(enc), c.v == enc]
+        rows = self.conn.execute(select(c.e, c.a, c.v).distinct().where(*where)).all()
+        ids: set[int] = set()
+        for e, a, v in rows:
+            ids.add(e)
+            ids.add(a)
+            if (r := values.ref_id(v)) is not None:
+                ids.add(r)
+        self._load_terms(ids)
+        terms = self._terms
+        for e, a, v in rows:
+            yield (terms[e], terms[a], self.decode(bytes(v))), iter([context])
+
+    def __len__(self, context: Graph | None = None) -> int:  # type: ignore[override]
+        gids = self._scope_for(context)
+        if not gids:
+            return 0
+        inner = (
+            select(facts.c.e, facts.c.a, facts.c.v)
+            .distinct()
+            .where(self.view.with_graphs(gids).where(facts))
+            .subquery()
+        )
+        return int(self.conn.execute(select(func.count()).select_from(inner)).scalar_one())
+
+    def contexts(self, triple: tuple[Any, Any, Any] | None = None) -> Iterator[Graph]:  # type: ignore[override]
+        ids = sorted(self.named_graphs)
+        if not ids:
+            return
+        iris = self.db.terms.iris(self.conn, ids)
+        for gid in ids:
+            graph = Graph(store=self, identifier=URIRef(iris[gid]))
+            if triple is not None and not any(True for _ in self.triples(triple, graph)):
+                continue
+            yield graph
+
+    def add(self, triple: Any, context: Any = None, quoted: bool = False) -> None:
+        raise Forbidden(_READ_ONLY, reason="read_only_view")
+
+    def addN(self, quads: Any) -> None:  # noqa: N802 - rdflib's name
+        raise Forbidden(_READ_ONLY, reason="read_only_view")
+
+    def remove(self, triple: Any, context: Any = None) -> None:
+        raise Forbidden(_READ_ONLY, reason="read_only_view")
+
+    def add_graph(self, graph: Graph) -> None:
+        # rdflib's Dataset "adds" the default graph while listing contexts; that changes nothing.
+        if graph.identifier == DATASET_DEFAULT_GRAPH_ID:
+            return
+        raise Forbidden(_READ_ONLY, reason="read_only_view")
+
+    def remove_graph(self, graph: Graph) -> None:
+        raise Forbidden(_READ_ONLY, reason="read_only_view")
+
+    # Namespace bindings live with the view (pyshacl's sh:prefixes needs them to round-trip).
+    def bind(self, prefix: str, namespace: Any, override: bool = True) -> None:
+        if override or prefix not in self._ns:
+            self._ns[prefix] = URIRef(namespace)
+
+    def namespace(self, prefix: str) -> URIRef | None:
+        return self._ns.get(prefix)
+
+    def prefix(self, namespace: Any) -> str | None:
+        for pfx, ns in self._ns.items():
+            if ns == namespace:
+                return pfx
+        return None
+
+    def namespaces(self) -> Iterator[tuple[str, URIRef]]:
+        yield from self._ns.items()
+
+
+def dataset(store: QuipuView) -> Dataset:
+    """The rdflib Dataset over a view; its default graph is the view's scope, never a union."""
+    return Dataset(store=store, default_union=False)

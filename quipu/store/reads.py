@@ -1,0 +1,328 @@
+"""Read services over a ``TemporalView``: export, cord, unravel, entity, history, transactions,
+stats. Each runs inside one read snapshot.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, func, select
+
+from quipu.errors import InvalidField, NotFound, UnknownGraph
+from quipu.rdfio import serialize
+from quipu.rdfio.formats import output_format
+from quipu.store import values
+from quipu.store.database import Database
+from quipu.store.schema import (
+    META_IRI,
+    OP_ASSERT,
+    ROOT,
+    ROOT_IRI,
+    facts,
+    graphs,
+    transaction_auth,
+    transactions,
+)
+from quipu.store.views import TemporalView, visible
+
+RDF_TYPE = values.RDF + "type"
+RDFS_LABEL = "http://www.w3.org/2000/01/rdf-schema#label"
+
+
+def resolve_graph(db: Database, conn: Connection, iri: str | None) -> int | None:
+    """A graph IRI → its id for reading: ROOT for none/ROOT's IRI, None when unknown."""
+    if iri is None or iri == "" or iri == ROOT_IRI:
+        return ROOT
+    gid = db.terms.lookup(conn, (iri,)).get(iri)
+    if gid is None:
+        return None
+    known = conn.execute(select(graphs.c.g).where(graphs.c.g == gid)).first()
+    return gid if known is not None else None
+
+
+def named_graph_ids(conn: Connection, db: Database) -> list[int]:
+    """Every registered graph except ROOT and the meta-graph (the range of ``GRAPH ?g``)."""
+    meta = db.terms.lookup(conn, (META_IRI,)).get(META_IRI)
+    rows = conn.execute(select(graphs.c.g).where(graphs.c.g != ROOT).order_by(graphs.c.g))
+    return [int(g) for (g,) in rows if g != meta]
+
+
+def statement_rows(
+    conn: Connection, view: TemporalView, extra: Iterable[Any] = ()
+) -> list[tuple[int, int, bytes]]:
+    """Distinct visible (e, a, v) in the view (claims collapse to statements, DM §6.2)."""
+    c = facts.c
+    query = select(c.e, c.a, c.v).distinct().where(view.where(facts), *extra)
+    return [(int(e), int(a), bytes(v)) for e, a, v in conn.execute(query)]
+
+
+def _ids_in(rows: Iterable[tuple[int, int, bytes]]) -> set[int]:
+    ids: set[int] = set()
+    for e, a, v in rows:
+        ids.add(e)
+        ids.add(a)
+        ref = values.ref_id(v)
+        if ref is not None:
+            ids.add(ref)
+    return ids
+
+
+# -- export ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    rdf: str
+    format: str
+    graph: str | None
+    triples: int
+
+
+def export(db: Database, *, graph: str | None = None, format: str = "turtle") -> ExportResult:
+    """Deterministic RDF of ROOT's or one named graph's current statements."""
+    fmt = output_format(format)
+    with db.read() as conn:
+        gid = resolve_graph(db, conn, graph)
+        if gid is None:
+            raise UnknownGraph(f"unknown graph: {graph}", field="graph")
+        rows = statement_rows(conn, TemporalView(graphs=frozenset({gid})))
+        iri_of = db.terms.iris(conn, _ids_in(rows))
+    rendered = [
+        (serialize.iri_term(iri_of[e]), f"<{iri_of[a]}>", serialize.value_term(v, iri_of)) for e, a, v in rows
+    ]
+    text = serialize.ntriples(rendered) if fmt == "ntriples" else serialize.turtle(rendered)
+    return ExportResult(text, fmt, None if gid == ROOT else graph, len(rows))
+
+
+# -- cord ------------------------------------------------------------------------------------
+
+
+def cord(
+    db: Database,
+    *,
+    type: str | None = None,
+    predicate: str | None = None,
+    limit: int = 100,
+    max_rows: int = 10_000,
+) -> dict[str, Any]:
+    """List ROOT entities, optionally of one asserted type or using one predicate."""
+    if type is not None:
+        values.check_iri(type, "type")
+    if predicate is not None:
+        values.check_iri(predicate, "predicate")
+    limit = max(1, min(int(limit), max_rows))
+    view = TemporalView()
+    c = facts.c
+    with db.read() as conn:
+        subjects = select(c.e).distinct().where(view.where(facts))
+        if type is not None:  # type wins over predicate (original behaviour)
+            ids = db.terms.lookup(conn, (RDF_TYPE, type))
+            if len(ids) < 2:
+                return {"entities": [], "count": 0}
+            subjects = subjects.where(c.a == ids[RDF_TYPE], c.v_ref == ids[type])
+        elif predicate is not None:
+            pid = db.terms.lookup(conn, (predicate,)).get(predicate)
+            if pid is None:
+                return {"entities": [], "count": 0}
+            subjects = subjects.where(c.a == pid)
+        chosen = [int(e) for (e,) in conn.execute(subjects)]
+        names = db.terms.iris(conn, chosen)
+        chosen = sorted(chosen, key=names.__getitem__)[:limit]
+        rows = statement_rows(conn, view, [c.e.in_(chosen)]) if chosen else []
+        iri_of = db.terms.iris(conn, _ids_in(rows))
+    by_entity: dict[int, list[tuple[str, bytes]]] = {e: [] for e in chosen}
+    for e, a, v in rows:
+        by_entity[e].append((iri_of[a], v))
+    entities = []
+    for e in chosen:
+        facts_out = [
+            {"predicate": p, "value": values.to_json(v, iri_of)}
+            for p, v in sorted(by_entity[e], key=lambda pv: (pv[0], _value_key(pv[1], iri_of)))
+        ]
+        entities.append({"iri": iri_of[e], "facts": facts_out})
+    return {"entities": entities, "count": len(entities)}
+
+
+def _value_key(v: bytes, iri_of: dict[int, str]) -> str:
+    return serialize.value_term(v, iri_of) if v[0] != values.TAG_BYTES else v.hex()
+
+
+# -- unravel ---------------------------------------------------------------------------------
+
+
+def unravel(db: Database, *, tx: int | None = None, valid_at: str | None = None) -> dict[str, Any]:
+    """Every ROOT claim visible at a transaction and/or valid instant (one row per claim)."""
+    if tx is None and valid_at is None:
+        raise InvalidField("unravel needs 'tx' or 'valid_at' (or both)", field="tx")
+    view = TemporalView.at(as_of_tx=tx, valid_at=valid_at)
+    c = facts.c
+    query = select(c.e, c.a, c.v, c.valid_from, c.valid_to, c.tx, c.retracted_tx, c.id).where(
+        view.where(facts)
+    )
+    with db.read() as conn:
+        rows = conn.execute(query).all()
+        iri_of = db.terms.iris(conn, _ids_in((r.e, r.a, bytes(r.v)) for r in rows))
+    rows = sorted(rows, key=lambda r: (iri_of[r.e], iri_of[r.a], r.tx, r.id))
+    out = [
+        {
+            "entity": iri_of[r.e],
+            "predicate": iri_of[r.a],
+            "value": values.to_json(bytes(r.v), iri_of),
+            "valid_from": r.valid_from,
+            "valid_to": r.valid_to,
+            "tx": r.tx,
+            "retracted_tx": r.retracted_tx,
+        }
+        for r in rows
+    ]
+    return {"facts": out, "count": len(out)}
+
+
+# -- entity ----------------------------------------------------------------------------------
+
+
+def entity(db: Database, iri: str, *, expanded: bool = False) -> dict[str, Any]:
+    """The current ROOT description of one subject as JSON-LD with full IRIs as keys."""
+    values.check_iri(iri, "iri")
+    view = TemporalView()
+    doc: dict[str, Any] = {"@id": iri}
+    with db.read() as conn:
+        tid = db.terms.lookup(conn, (iri,)).get(iri)
+        if tid is None:
+            return doc
+        rows = statement_rows(conn, view, [facts.c.e == tid])
+        iri_of = db.terms.iris(conn, _ids_in(rows))
+        labels: dict[int, list[bytes]] = {}
+        refs = {r for _e, _a, v in rows if (r := values.ref_id(v)) is not None}
+        label_id = db.terms.lookup(conn, (RDFS_LABEL,)).get(RDFS_LABEL)
+        if expanded and refs and label_id is not None:
+            c = facts.c
+            for e, _a, v in statement_rows(conn, view, [c.e.in_(refs), c.a == label_id]):
+                labels.setdefault(e, []).append(v)
+    grouped: dict[str, list[Any]] = {}
+    for _e, a, v in sorted(rows, key=lambda r: (iri_of[r[1]], _value_key(r[2], iri_of))):
+        pred = iri_of[a]
+        ref = values.ref_id(v)
+        if pred == RDF_TYPE and ref is not None:
+            grouped.setdefault("@type", []).append(iri_of[ref])
+            continue
+        grouped.setdefault(pred, []).append(_jsonld_value(v, iri_of, labels.get(ref) if ref else None))
+    for key, items in grouped.items():
+        doc[key] = items[0] if len(items) == 1 else items
+    return doc
+
+
+def _jsonld_value(v: bytes, iri_of: dict[int, str], labels: list[bytes] | None) -> Any:
+    d = values.decode(v)
+    if d.kind == "ref":
+        node: dict[str, Any] = {"@id": iri_of[d.value]}
+        if labels:
+            texts = [values.to_json(x, iri_of) for x in labels]
+            node[RDFS_LABEL] = texts[0] if len(texts) == 1 else texts
+        return node
+    if d.kind in ("str", "int", "float", "bool"):
+        return values.to_json(v, iri_of)
+    if d.kind == "lang":
+        return {"@value": d.lexical, "@language": d.lang}
+    if d.kind == "typed":
+        return {"@value": d.lexical, "@type": d.datatype}
+    return "[binary]"
+
+
+# -- entity history ---------------------------------------------------------------------------
+
+
+def entity_history(db: Database, iri: str) -> dict[str, Any]:
+    """Every ROOT fact-log row with ``iri`` as subject: claims and retraction records."""
+    if not isinstance(iri, str) or not iri:
+        raise InvalidField("missing 'iri' parameter", field="iri")
+    c = facts.c
+    with db.read() as conn:
+        tid = db.terms.lookup(conn, (iri,)).get(iri)
+        if tid is None:
+            raise NotFound(f"entity not found: {iri}", field="iri")
+        rows = conn.execute(
+            select(c.id, c.e, c.a, c.v, c.tx, c.valid_from, c.valid_to, c.op).where(
+                c.g == ROOT, c.e == tid, c.op.in_((OP_ASSERT, 0))
+            )
+        ).all()
+        iri_of = db.terms.iris(conn, _ids_in((r.e, r.a, bytes(r.v)) for r in rows))
+    rows = sorted(rows, key=lambda r: (r.tx, iri_of[r.a], r.id))
+    history = [
+        {
+            "op": "assert" if r.op == OP_ASSERT else "retract",
+            "predicate": iri_of[r.a],
+            "value": values.to_json(bytes(r.v), iri_of),
+            "tx": r.tx,
+            "valid_from": r.valid_from,
+            "valid_to": r.valid_to,
+        }
+        for r in rows
+    ]
+    return {"iri": iri, "history": history, "count": len(history)}
+
+
+# -- transactions ----------------------------------------------------------------------------
+
+
+def transaction_log(db: Database, *, since: int | None = 0, limit: int | None = 1000) -> dict[str, Any]:
+    """Transaction metadata with ``id > since``, oldest first; ``limit`` None reads them all."""
+    t, auth = transactions.c, transaction_auth.c
+    query = (
+        select(t.id, t.timestamp, t.actor, t.source, auth.principal, auth.credential_id, auth.auth_class)
+        .select_from(transactions.outerjoin(transaction_auth, auth.tx_id == t.id))
+        .where(t.id > (since or 0))
+        .order_by(t.id)
+    )
+    if limit is not None:
+        query = query.limit(max(1, min(int(limit), 10_000)))
+    with db.read() as conn:
+        rows = conn.execute(query).all()
+    out = [
+        {
+            "id": r.id,
+            "timestamp": r.timestamp,
+            "actor": r.actor,
+            "source": r.source,
+            "authenticated": None
+            if r.principal is None
+            else {"principal": r.principal, "credential_id": r.credential_id, "auth_class": r.auth_class},
+        }
+        for r in rows
+    ]
+    return {"transactions": out, "count": len(out)}
+
+
+# -- stats -----------------------------------------------------------------------------------
+
+
+class StatsCache:
+    """ROOT counts, recomputed only when the transaction head has moved."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._head = -1
+        self._value: dict[str, int] = {}
+
+    def get(self, db: Database) -> dict[str, int]:
+        with db.read() as conn:
+            head = db.head_tx(conn)
+            with self._lock:
+                if head == self._head:
+                    return dict(self._value)
+            live = (
+                select(facts.c.e, facts.c.a, facts.c.v)
+                .distinct()
+                .where(visible(facts, None, None), facts.c.g == ROOT)
+                .subquery()
+            )
+            row = conn.execute(
+                select(func.count(), func.count(live.c.e.distinct()), func.count(live.c.a.distinct()))
+            ).one()
+        value = {"facts": int(row[0]), "entities": int(row[1]), "predicates": int(row[2])}
+        with self._lock:
+            self._head, self._value = head, value
+        return dict(value)

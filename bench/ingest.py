@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import gc
+import inspect
 import math
 import os
 import platform
@@ -77,7 +78,7 @@ class QuipuStore:
         if callable(opener):
             self._handle = opener(str(path))
             self._knot: Callable[..., Any] = self._handle.knot
-            self.api = "quipu.open"
+            self.api = "quipu.open(path).knot()"
         else:
             from quipu.store import writes
             from quipu.store.database import Database
@@ -85,10 +86,36 @@ class QuipuStore:
             self._handle = Database(str(path))
             db = self._handle
             self._knot = lambda data, **kw: writes.knot(db, data, **kw)
-            self.api = "store.writes.knot"
+            self.api = "quipu.store.writes.knot()"
 
-    def knot(self, data: bytes | str, fmt: str) -> Any:
-        return self._knot(data, format=fmt)
+        self.supports_progress = "progress" in inspect.signature(self._knot).parameters
+
+    def knot(self, data: bytes | str, fmt: str, phases: dict[str, float] | None = None) -> Any:
+        """One ``knot``; with ``phases``, record seconds per phase where quipu reports progress."""
+        if phases is None or not self.supports_progress:
+            return self._knot(data, format=fmt)
+        clock = time.perf_counter
+        marks: dict[str, float] = {}
+
+        def progress(phase: str, done: int, total: int) -> None:
+            marks[phase] = clock()  # the last report of a phase marks its end
+
+        started = clock()
+        result = self._knot(data, format=fmt, progress=progress)
+        ended = clock()
+        previous = started
+        for phase, at in sorted(marks.items(), key=lambda item: item[1]):
+            phases[phase] = at - previous
+            previous = at
+        phases["commit"] = ended - previous
+        return result
+
+    def durability(self) -> str:
+        """The SQLite journal mode and synchronous level the writer runs with, when visible."""
+        db = getattr(self._handle, "db", self._handle)
+        tuning = getattr(getattr(db, "dialect", None), "tuning", None)
+        sync = getattr(tuning, "synchronous", None)
+        return f"WAL, synchronous={sync}" if sync else "file store"
 
     def close(self) -> None:
         self._handle.close()
@@ -115,6 +142,7 @@ class BulkRun:
     seconds: float
     count: int | None = None
     detail: dict[str, float] = field(default_factory=dict)
+    api: str = ""
 
 
 def quipu_bulk(data: bytes, workdir: Path, run: int, profile: Path | None) -> tuple[BulkRun, Path]:
@@ -125,7 +153,8 @@ def quipu_bulk(data: bytes, workdir: Path, run: int, profile: Path | None) -> tu
     profiler = cProfile.Profile() if profile is not None else None
     if profiler is not None:
         profiler.enable()
-    store.knot(data, "nt")
+    phases: dict[str, float] = {}
+    store.knot(data, "nt", phases)
     t2 = time.perf_counter()
     store.close()
     t3 = time.perf_counter()
@@ -134,7 +163,9 @@ def quipu_bulk(data: bytes, workdir: Path, run: int, profile: Path | None) -> tu
         profiler.dump_stats(str(profile))
         progress(f"  cProfile of knot()+close() written to {profile}")
         pstats.Stats(profiler, stream=sys.stderr).sort_stats("cumulative").print_stats(30)
-    return BulkRun(t3 - t1, detail={"open": t1 - t0, "knot": t2 - t1, "close": t3 - t2}), path
+    detail = {"open": t1 - t0, "knot": t2 - t1, "close": t3 - t2}
+    detail.update({f"phase:{name}": secs for name, secs in phases.items()})
+    return BulkRun(t3 - t1, detail=detail, api=store.api), path
 
 
 def pyoxigraph_bulk(data: bytes) -> BulkRun:
@@ -187,10 +218,10 @@ def quipu_episodes(docs: Sequence[str], fmt: str, workdir: Path) -> tuple[TxResu
         store.knot(doc, fmt)
         latencies.append(clock() - t)
     wall = clock() - started
+    note = f"durable: {store.durability()}"
     store.close()
-    return TxResult("quipu file, one knot() per episode", latencies, wall, "durable: WAL, synchronous=NORMAL"), (
-        live_statements(path)
-    )
+    result = TxResult("quipu file, one knot() per episode", latencies, wall, note)
+    return result, live_statements(path)
 
 
 def _ox_format(fmt: str) -> Any:
@@ -237,11 +268,19 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence
     def line(cells: Sequence[str]) -> str:
         return (
             "| "
-            + " | ".join(c.rjust(w) if r else c.ljust(w) for c, w, r in zip(cells, widths, right, strict=True))
+            + " | ".join(
+                c.rjust(w) if r else c.ljust(w) for c, w, r in zip(cells, widths, right, strict=True)
+            )
             + " |"
         )
 
-    rule = "|" + "|".join(("-" * (w + 1) + ":") if r else ("-" * (w + 2)) for w, r in zip(widths, right, strict=True)) + "|"
+    rule = (
+        "|"
+        + "|".join(
+            ("-" * (w + 1) + ":") if r else ("-" * (w + 2)) for w, r in zip(widths, right, strict=True)
+        )
+        + "|"
+    )
     return "\n".join([line(headers), rule, *(line(r) for r in rows)])
 
 
@@ -276,7 +315,9 @@ def fmt_rate(x: float) -> str:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.ingest", description=__doc__.splitlines()[0])
-    parser.add_argument("--triples", type=int, default=100_000, help="LUBM-shaped data set size (default 100000)")
+    parser.add_argument(
+        "--triples", type=int, default=100_000, help="LUBM-shaped data set size (default 100000)"
+    )
     parser.add_argument("--large", action="store_true", help=f"use {LARGE:,} triples")
     parser.add_argument("--episodes", type=int, default=2000, help="small transactions to time (0 skips W2)")
     parser.add_argument("--episode-format", choices=("turtle", "nt"), default="turtle")
@@ -380,11 +421,21 @@ def main(argv: list[str] | None = None) -> int:
         if "quipu" in bulk:
             detail = bulk["quipu"]
             out.append(
-                "- quipu time is knot() + close(); also measured: open+migrate "
+                f"- quipu via {detail[0].api}; its time is knot() + close(); also measured: open+migrate "
                 f"{statistics.median(r.detail['open'] for r in detail):.2f} s, knot "
                 f"{statistics.median(r.detail['knot'] for r in detail):.2f} s, close "
                 f"{statistics.median(r.detail['close'] for r in detail):.2f} s (medians)"
             )
+            phase_names = [k for k in detail[0].detail if k.startswith("phase:")]
+            if phase_names:
+                out.append(
+                    "- quipu knot() phases, from its progress reports (medians; each ends at the report "
+                    "named): "
+                    + ", ".join(
+                        f"{name[6:]} {statistics.median(r.detail.get(name, 0.0) for r in detail):.2f} s"
+                        for name in phase_names
+                    )
+                )
             out.append(
                 f"- quipu store size after load: {quipu_size / 1e6:.1f} MB, "
                 f"{quipu_size / max(1, quipu_live or lines):.0f} bytes per triple"
@@ -394,7 +445,9 @@ def main(argv: list[str] | None = None) -> int:
                     f"correctness gate: quipu stored {quipu_live:,} live statements but pyoxigraph loaded {ox_count:,}"
                 )
             elif ox_count is not None:
-                out.append(f"- correctness gate: quipu live statements = pyoxigraph count = {ox_count:,} (ok)")
+                out.append(
+                    f"- correctness gate: quipu live statements = pyoxigraph count = {ox_count:,} (ok)"
+                )
             else:
                 out.append("- correctness gate skipped: pyoxigraph was not run")
         out.append("")

@@ -46,8 +46,16 @@ COURSE, GRADUATE_COURSE, PUBLICATION = _o("Course"), _o("GraduateCourse"), _o("P
 NAME, EMAIL, TELEPHONE, AGE = _o("name"), _o("emailAddress"), _o("telephone"), _o("age")
 MEMBER_OF, WORKS_FOR, HEAD_OF = _o("memberOf"), _o("worksFor"), _o("headOf")
 SUB_ORGANIZATION_OF = _o("subOrganizationOf")
-TAKES_COURSE, TEACHER_OF, TEACHING_ASSISTANT_OF = _o("takesCourse"), _o("teacherOf"), _o("teachingAssistantOf")
-ADVISOR, PUBLICATION_AUTHOR, RESEARCH_INTEREST = _o("advisor"), _o("publicationAuthor"), _o("researchInterest")
+TAKES_COURSE, TEACHER_OF, TEACHING_ASSISTANT_OF = (
+    _o("takesCourse"),
+    _o("teacherOf"),
+    _o("teachingAssistantOf"),
+)
+ADVISOR, PUBLICATION_AUTHOR, RESEARCH_INTEREST = (
+    _o("advisor"),
+    _o("publicationAuthor"),
+    _o("researchInterest"),
+)
 UNDERGRADUATE_DEGREE_FROM = _o("undergraduateDegreeFrom")
 MASTERS_DEGREE_FROM, DOCTORAL_DEGREE_FROM = _o("mastersDegreeFrom"), _o("doctoralDegreeFrom")
 
@@ -231,10 +239,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     started = time.perf_counter()
     if args.out == "-":
-        count = 0
-        for line in generate(args.triples, args.seed):
-            sys.stdout.write(line)
-            count += 1
+        lines = list(generate(args.triples, args.seed))
+        sys.stdout.write("".join(lines))
+        count = len(lines)
     else:
         count = write_ntriples(args.out, args.triples, args.seed)
     print(f"wrote {count:,} triples in {time.perf_counter() - started:.2f} s", file=sys.stderr)

@@ -45,6 +45,7 @@ class KnowledgeBase:
         source: str | None = None,
         graph: str | None = None,
         blank_node_scope: str | None = None,
+        progress: writes.Progress | None = None,
     ) -> writes.KnotResult:
         """Assert an RDF document in one transaction (per destination graph)."""
         return writes.knot(
@@ -57,6 +58,7 @@ class KnowledgeBase:
             source=source,
             graph=graph,
             blank_node_scope=blank_node_scope,
+            progress=progress,
         )
 
     def retract(

@@ -125,7 +125,7 @@ def run_query(
         default, named = _dataset_scope(db, conn, main.get("datasetClause"), graph)
         store = QuipuView(db, conn, view.with_graphs(default), named)
         ds = dataset(store)
-        bindings = {Variable(k): v for k, v in (init_bindings or {}).items()}
+        bindings: dict[str, Any] = {Variable(k): v for k, v in (init_bindings or {}).items()}
         ctx = QueryContext(ds, initBindings=bindings)
         ctx.prologue = query.prologue
         res = evalPart(ctx, main)

@@ -20,7 +20,7 @@ from sqlalchemy import Connection, func, select
 from quipu.errors import BadLiteral, Forbidden
 from quipu.store import values
 from quipu.store.database import Database
-from quipu.store.reads import named_graph_ids
+from quipu.store.reads import named_graph_ids, statement_ids, statement_rows
 from quipu.store.schema import facts
 from quipu.store.views import TemporalView
 
@@ -112,7 +112,7 @@ class QuipuView(Store):
 
     # -- the Store API ---------------------------------------------------------------------
 
-    def triples(  # type: ignore[override]
+    def triples(
         self, triple_pattern: tuple[Any, Any, Any], context: Graph | None = None
     ) -> Iterator[tuple[tuple[Node, Node, Node], Iterator[Graph | None]]]:
         s, p, o = triple_pattern
@@ -120,7 +120,7 @@ class QuipuView(Store):
         if not gids:
             return
         c = facts.c
-        where = [self.view.with_graphs(gids).where(facts)]
+        where = []
         for col, term in ((c.e, s), (c.a, p)):
             if term is not None:
                 tid = self._lookup(term)
@@ -132,19 +132,13 @@ class QuipuView(Store):
             if enc is None:
                 return
             where += [c.vh == values.digest(enc), c.v == enc]
-        rows = self.conn.execute(select(c.e, c.a, c.v).distinct().where(*where)).all()
-        ids: set[int] = set()
-        for e, a, v in rows:
-            ids.add(e)
-            ids.add(a)
-            if (r := values.ref_id(v)) is not None:
-                ids.add(r)
-        self._load_terms(ids)
+        rows = statement_rows(self.conn, self.view.with_graphs(gids), where)
+        self._load_terms(statement_ids(rows))
         terms = self._terms
         for e, a, v in rows:
-            yield (terms[e], terms[a], self.decode(bytes(v))), iter([context])
+            yield (terms[e], terms[a], self.decode(v)), iter([context])
 
-    def __len__(self, context: Graph | None = None) -> int:  # type: ignore[override]
+    def __len__(self, context: Graph | None = None) -> int:
         gids = self._scope_for(context)
         if not gids:
             return 0

@@ -47,7 +47,7 @@ def named_graph_ids(conn: Connection, db: Database) -> list[int]:
     """Every registered graph except ROOT and the meta-graph (the range of ``GRAPH ?g``)."""
     meta = db.terms.lookup(conn, (META_IRI,)).get(META_IRI)
     rows = conn.execute(select(graphs.c.g).where(graphs.c.g != ROOT).order_by(graphs.c.g))
-    return [int(g) for (g,) in rows if g != meta]
+    return [int(row[0]) for row in rows if row[0] != meta]
 
 
 def statement_rows(
@@ -56,10 +56,10 @@ def statement_rows(
     """Distinct visible (e, a, v) in the view (claims collapse to statements, DM §6.2)."""
     c = facts.c
     query = select(c.e, c.a, c.v).distinct().where(view.where(facts), *extra)
-    return [(int(e), int(a), bytes(v)) for e, a, v in conn.execute(query)]
+    return [(int(row[0]), int(row[1]), bytes(row[2])) for row in conn.execute(query)]
 
 
-def _ids_in(rows: Iterable[tuple[int, int, bytes]]) -> set[int]:
+def statement_ids(rows: Iterable[tuple[int, int, bytes]]) -> set[int]:
     ids: set[int] = set()
     for e, a, v in rows:
         ids.add(e)
@@ -89,7 +89,7 @@ def export(db: Database, *, graph: str | None = None, format: str = "turtle") ->
         if gid is None:
             raise UnknownGraph(f"unknown graph: {graph}", field="graph")
         rows = statement_rows(conn, TemporalView(graphs=frozenset({gid})))
-        iri_of = db.terms.iris(conn, _ids_in(rows))
+        iri_of = db.terms.iris(conn, statement_ids(rows))
     rendered = [
         (serialize.iri_term(iri_of[e]), f"<{iri_of[a]}>", serialize.value_term(v, iri_of)) for e, a, v in rows
     ]
@@ -128,11 +128,11 @@ def cord(
             if pid is None:
                 return {"entities": [], "count": 0}
             subjects = subjects.where(c.a == pid)
-        chosen = [int(e) for (e,) in conn.execute(subjects)]
+        chosen = [int(row[0]) for row in conn.execute(subjects)]
         names = db.terms.iris(conn, chosen)
         chosen = sorted(chosen, key=names.__getitem__)[:limit]
         rows = statement_rows(conn, view, [c.e.in_(chosen)]) if chosen else []
-        iri_of = db.terms.iris(conn, _ids_in(rows))
+        iri_of = db.terms.iris(conn, statement_ids(rows))
     by_entity: dict[int, list[tuple[str, bytes]]] = {e: [] for e in chosen}
     for e, a, v in rows:
         by_entity[e].append((iri_of[a], v))
@@ -164,7 +164,7 @@ def unravel(db: Database, *, tx: int | None = None, valid_at: str | None = None)
     )
     with db.read() as conn:
         rows = conn.execute(query).all()
-        iri_of = db.terms.iris(conn, _ids_in((r.e, r.a, bytes(r.v)) for r in rows))
+        iri_of = db.terms.iris(conn, statement_ids((r.e, r.a, bytes(r.v)) for r in rows))
     rows = sorted(rows, key=lambda r: (iri_of[r.e], iri_of[r.a], r.tx, r.id))
     out = [
         {
@@ -194,7 +194,7 @@ def entity(db: Database, iri: str, *, expanded: bool = False) -> dict[str, Any]:
         if tid is None:
             return doc
         rows = statement_rows(conn, view, [facts.c.e == tid])
-        iri_of = db.terms.iris(conn, _ids_in(rows))
+        iri_of = db.terms.iris(conn, statement_ids(rows))
         labels: dict[int, list[bytes]] = {}
         refs = {r for _e, _a, v in rows if (r := values.ref_id(v)) is not None}
         label_id = db.terms.lookup(conn, (RDFS_LABEL,)).get(RDFS_LABEL)
@@ -249,7 +249,7 @@ def entity_history(db: Database, iri: str) -> dict[str, Any]:
                 c.g == ROOT, c.e == tid, c.op.in_((OP_ASSERT, 0))
             )
         ).all()
-        iri_of = db.terms.iris(conn, _ids_in((r.e, r.a, bytes(r.v)) for r in rows))
+        iri_of = db.terms.iris(conn, statement_ids((r.e, r.a, bytes(r.v)) for r in rows))
     rows = sorted(rows, key=lambda r: (r.tx, iri_of[r.a], r.id))
     history = [
         {

@@ -58,9 +58,9 @@ class TermDictionary:
             for i in range(0, len(missing), _CHUNK):
                 chunk = missing[i : i + _CHUNK]
                 wanted = set(chunk)
-                for tid, iri in conn.execute(query, {"h": [iri_hash(x) for x in chunk]}):
-                    if iri in wanted:
-                        fetched[iri] = tid
+                for row in conn.execute(query, {"h": [iri_hash(x) for x in chunk]}):
+                    if row[1] in wanted:
+                        fetched[row[1]] = int(row[0])
             self.remember(fetched)
             found.update(fetched)
         return found
@@ -84,7 +84,7 @@ class TermDictionary:
             hashes = {iri_hash(x): x for x in new}
             stmt = insert(terms).returning(terms.c.id, terms.c.iri_hash)
             rows = ctx.conn.execute(stmt, [{"iri": x, "iri_hash": h} for h, x in hashes.items()])
-            created = {hashes[bytes(h)]: tid for tid, h in rows}
+            created = {hashes[bytes(row[1])]: int(row[0]) for row in rows}
             ctx.pending_terms.update(created)
             found.update(created)
         return found
@@ -104,8 +104,8 @@ class TermDictionary:
             query = select(terms.c.id, terms.c.iri).where(terms.c.id.in_(bindparam("ids", expanding=True)))
             uniq = list(set(missing))
             for i in range(0, len(uniq), _CHUNK):
-                for tid, iri in conn.execute(query, {"ids": uniq[i : i + _CHUNK]}):
-                    fetched[iri] = tid
-                    out[tid] = iri
+                for row in conn.execute(query, {"ids": uniq[i : i + _CHUNK]}):
+                    fetched[row[1]] = int(row[0])
+                    out[int(row[0])] = row[1]
             self.remember(fetched)
         return out

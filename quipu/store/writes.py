@@ -7,7 +7,7 @@ retraction closes claims (``valid_to``, ``retracted_tx``) and appends a retracti
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from sqlalchemy import Connection, exists, insert, literal, select, update
@@ -33,6 +33,13 @@ from quipu.store.stage import Row, stage, stage_rows
 from quipu.store.views import visible
 
 RDF_TYPE = values.RDF + "type"
+
+# progress(phase, done, total): coarse reports for long ingests (the CLI draws a bar).
+Progress = Callable[[str, int, int], None]
+
+
+def _silent(phase: str, done: int, total: int) -> None:
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +102,7 @@ def is_companion(iri: str) -> bool:
 def open_transaction(
     ctx: WriteContext, *, timestamp: str, actor: str | None, source: str | None, graph: int
 ) -> TxInfo:
-    tx_id = ctx.conn.execute(
+    tx_id: int = ctx.conn.execute(
         insert(transactions).returning(transactions.c.id),
         {
             "timestamp": timestamp,
@@ -279,6 +286,7 @@ def knot(
     graph: str | None = None,
     blank_node_scope: str | None = None,
     base_iri: str | None = None,
+    progress: Progress | None = None,
 ) -> KnotResult:
     """Assert an RDF document (append mode). Named graphs in N-Quads/TriG must be registered."""
     fmt = input_format(format)
@@ -290,6 +298,8 @@ def knot(
     assert target_iri is not None
     doc = parse_document(raw, fmt, graph_iri=target_iri, blank_node_scope=blank_node_scope, base_iri=base_iri)
     src = derived_source(source, actor, "knot")
+    report = progress or _silent
+    report("parsed statements", len(doc.statements), len(doc.statements))
     with db.write() as ctx:
         target = resolve_target_graph(db, ctx, graph)
         graph_of: dict[str | None, int] = {None: target}
@@ -302,16 +312,21 @@ def knot(
             if type(o) is str:
                 iris.add(o)
         ids = db.terms.intern(ctx, iris)
+        report("interned terms", len(ids), len(ids))
         plan = _rows(doc.statements, ids, graph_of)
+        total = sum(len(b) for b in plan.by_graph.values())
+        done = 0
         order = sorted(set(plan.by_graph) | {target})  # ROOT (0) first, then ascending ids
         tx_ids: list[int] = []
         claims = 0
         for gid in order:
             tx = open_transaction(ctx, timestamp=ts, actor=actor, source=src, graph=gid)
             tx_ids.append(tx.id)
-            claims += assert_rows(db, ctx, tx, plan.by_graph.get(gid, {}).values(), stored_from)
-    count = sum(len(b) for b in plan.by_graph.values())
-    return KnotResult(tx_ids[order.index(target)], count, stored_from, claims, tuple(tx_ids))
+            batch = plan.by_graph.get(gid, {})
+            claims += assert_rows(db, ctx, tx, batch.values(), stored_from)
+            done += len(batch)
+            report("written statements", done, total)
+    return KnotResult(tx_ids[order.index(target)], total, stored_from, claims, tuple(tx_ids))
 
 
 def _entity_id(db: Database, ctx: WriteContext, iri: str, field: str = "entity") -> int:

@@ -1,0 +1,348 @@
+"""The ``quipu`` command: write, read and inspect a store from the shell.
+
+stdout carries only results (JSON, RDF or a table), so the command works in pipes; progress
+and errors go to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from quipu.config import Settings, load_settings
+from quipu.errors import InvalidField, QuipuError
+
+app = typer.Typer(
+    name="quipu",
+    help="A bitemporal RDF knowledge graph: write, query and time-travel a store file.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+err = Console(stderr=True)
+
+DbOption = Annotated[
+    str | None,
+    typer.Option("--db", help="Store file (or ':memory:'); default from QUIPU_STORE__DB or quipu.toml"),
+]
+ConfigOption = Annotated[str | None, typer.Option("--config", help="TOML file with a [quipu] table")]
+LARGE_INPUT = 4 * 1024 * 1024  # bytes; larger ingests show a progress bar
+
+
+def _fail(exc: QuipuError) -> NoReturn:
+    err.print(f"[bold red]error:[/] {exc.message}", highlight=False, markup=True)
+    raise typer.Exit(2 if exc.status < 500 else 1)
+
+
+def _settings(db: str | None, config: str | None) -> Settings:
+    return load_settings(config, store={"db": db})
+
+
+def _open(db: str | None, config: str | None) -> Any:
+    import quipu
+
+    settings = _settings(db, config)
+    store = settings.store
+    return quipu.open(
+        store.db,
+        synchronous=store.synchronous,
+        cache_mb=store.cache_mb,
+        readers=store.readers,
+        max_sparql_rows=None,
+    )
+
+
+def _emit(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+
+
+def _run(fn: Any) -> None:
+    try:
+        fn()
+    except QuipuError as exc:
+        _fail(exc)
+
+
+@app.command("knot")
+def knot(
+    file: Annotated[str, typer.Argument(help="RDF file to assert, or - for stdin")],
+    format: Annotated[
+        str | None,
+        typer.Option("--format", "-f", help="turtle|nt|nq|trig|jsonld|rdfxml (default: from suffix)"),
+    ] = None,
+    timestamp: Annotated[
+        str | None, typer.Option("--timestamp", help="valid time of the facts (RFC 3339); default now")
+    ] = None,
+    actor: Annotated[str | None, typer.Option("--actor", help="who asserts (declared)")] = None,
+    source: Annotated[
+        str | None, typer.Option("--source", help="producer key (default knot:<actor>)")
+    ] = None,
+    graph: Annotated[
+        str | None, typer.Option("--graph", help="registered named graph (default ROOT)")
+    ] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Assert the facts of an RDF document in one transaction."""
+    from quipu.rdfio.formats import guess_input_format, input_format
+
+    def go() -> None:
+        fmt = input_format(format) if format else ("turtle" if file == "-" else guess_input_format(file))
+        if file == "-":
+            data = sys.stdin.buffer.read()
+        else:
+            path = Path(file)
+            if not path.is_file():
+                raise InvalidField(f"input file not found: {file}", field="FILE")
+            data = path.read_bytes()
+        kb = _open(db, config)
+        try:
+            with _ingest_progress(len(data)) as report:
+                result = kb.knot(
+                    data, fmt, valid_from=timestamp, actor=actor, source=source, graph=graph, progress=report
+                )
+        finally:
+            kb.close()
+        _emit(
+            {
+                "tx_id": result.tx_id,
+                "count": result.count,
+                "claims": result.claims,
+                "valid_from": result.valid_from,
+                "tx_ids": list(result.tx_ids),
+            }
+        )
+
+    _run(go)
+
+
+app.command("load", help="Alias of knot.")(knot)
+
+
+class _ingest_progress:  # noqa: N801 - used like a function
+    """A progress bar on stderr for large ingests; silent for small ones."""
+
+    def __init__(self, size: int) -> None:
+        self.enabled = size >= LARGE_INPUT
+        self.progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TextColumn("{task.completed:,}/{task.total:,}"),
+            TimeElapsedColumn(),
+            console=err,
+            transient=False,
+            disable=not self.enabled,
+        )
+        self.tasks: dict[str, Any] = {}
+
+    def __enter__(self) -> Any:
+        self.progress.start()
+        return self.report
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+    def report(self, phase: str, done: int, total: int) -> None:
+        task = self.tasks.get(phase)
+        if task is None:
+            task = self.tasks[phase] = self.progress.add_task(phase, total=total)
+        self.progress.update(task, completed=done, total=total)
+
+
+@app.command("read")
+def read(
+    sparql: Annotated[str, typer.Argument(help="SPARQL query text")],
+    valid_at: Annotated[str | None, typer.Option("--valid-at", help="valid-time read point")] = None,
+    tx: Annotated[int | None, typer.Option("--tx", help="transaction-time read point", min=0)] = None,
+    graph: Annotated[str | None, typer.Option("--graph", help="named graph as the default graph")] = None,
+    format: Annotated[str, typer.Option("--format", "-f", help="table|json|csv")] = "table",
+    db: DbOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Run a SPARQL query, optionally at a past valid time and/or transaction."""
+    from quipu.sparql.results import sparql_csv, sparql_json, term_text
+
+    def go() -> None:
+        if format not in ("table", "json", "csv"):
+            raise InvalidField(f"unknown output format: {format!r} (try: table, json, csv)", field="format")
+        kb = _open(db, config)
+        try:
+            result = kb.query_result(sparql, valid_at=valid_at, as_of_tx=tx, graph=graph)
+        finally:
+            kb.close()
+        if result.graph is not None:
+            lines = sorted(result.graph.serialize(format="nt").splitlines())
+            sys.stdout.write("".join(line + "\n" for line in lines if line.strip()))
+        elif format == "json":
+            _emit(sparql_json(result))
+        elif format == "csv":
+            sys.stdout.write(sparql_csv(result))
+        elif result.form == "ASK":
+            sys.stdout.write(("true" if result.boolean else "false") + "\n")
+        else:
+            table = Table(*result.variables, show_lines=False)
+            for row in result.rows:
+                table.add_row(*(term_text(row.get(v)) for v in result.variables))
+            Console(soft_wrap=True).print(table)
+            err.print(f"{len(result.rows)} row(s)")
+
+    _run(go)
+
+
+app.command("query", help="Alias of read.")(read)
+
+
+@app.command("retract")
+def retract(
+    iri: Annotated[str, typer.Argument(help="entity IRI")],
+    predicate: Annotated[str | None, typer.Option("--predicate", help="only this predicate")] = None,
+    value: Annotated[
+        str | None, typer.Option("--value", help='only this object (a string, or JSON like {"iri": "…"})')
+    ] = None,
+    timestamp: Annotated[str | None, typer.Option("--timestamp", help="closure stamp (default now)")] = None,
+    actor: Annotated[str | None, typer.Option("--actor")] = None,
+    allow_orphan: Annotated[
+        bool, typer.Option("--allow-orphan", help="allow removing the last rdf:type")
+    ] = False,
+    db: DbOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Retract ROOT statements about an entity (closes valid time; nothing is deleted)."""
+
+    def go() -> None:
+        kb = _open(db, config)
+        try:
+            r = kb.retract(
+                iri,
+                predicate,
+                _value(value) if value is not None else None,
+                timestamp=timestamp,
+                actor=actor,
+                allow_orphan=allow_orphan,
+            )
+        finally:
+            kb.close()
+        _emit({"tx_id": r.tx_id, "retracted": r.retracted, "entity": r.entity})
+
+    _run(go)
+
+
+@app.command("set")
+def set_(
+    iri: Annotated[str, typer.Argument(help="entity IRI")],
+    predicate: Annotated[str, typer.Argument(help="predicate IRI")],
+    value: Annotated[str, typer.Argument(help='new value: a string, or JSON like {"iri": "…"} / {"int": 5}')],
+    timestamp: Annotated[str | None, typer.Option("--timestamp", help="transaction and valid time")] = None,
+    actor: Annotated[str | None, typer.Option("--actor")] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Make VALUE the only current value of (IRI, PREDICATE)."""
+
+    def go() -> None:
+        kb = _open(db, config)
+        try:
+            r = kb.set(iri, predicate, _value(value), timestamp=timestamp, actor=actor)
+        finally:
+            kb.close()
+        _emit(
+            {
+                "tx_id": r.tx_id,
+                "retracted": r.retracted,
+                "asserted": r.asserted,
+                "entity": r.entity,
+                "predicate": r.predicate,
+            }
+        )
+
+    _run(go)
+
+
+def _value(text: str) -> Any:
+    """A JSON object when the text is one, else a bare string (DM §2.1)."""
+    if text.lstrip().startswith("{"):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InvalidField(f"value looks like JSON but does not parse: {exc}", field="value") from None
+    return text
+
+
+@app.command("export")
+def export(
+    format: Annotated[str, typer.Option("--format", "-f", help="ntriples|turtle")] = "ntriples",
+    graph: Annotated[str | None, typer.Option("--graph", help="named graph to export (default ROOT)")] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Print the current statements as deterministic N-Triples or Turtle."""
+
+    def go() -> None:
+        kb = _open(db, config)
+        try:
+            sys.stdout.write(kb.export(format, graph=graph))
+        finally:
+            kb.close()
+
+    _run(go)
+
+
+@app.command("unravel")
+def unravel(
+    tx: Annotated[int | None, typer.Option("--tx", help="transaction-time read point", min=0)] = None,
+    valid_at: Annotated[str | None, typer.Option("--valid-at", help="valid-time read point")] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """List the ROOT claims visible at a transaction and/or valid instant."""
+
+    def go() -> None:
+        kb = _open(db, config)
+        try:
+            _emit(kb.unravel(tx=tx, valid_at=valid_at))
+        finally:
+            kb.close()
+
+    _run(go)
+
+
+@app.command("stats")
+def stats(db: DbOption = None, config: ConfigOption = None) -> None:
+    """Counts of ROOT's current facts, entities and predicates."""
+
+    def go() -> None:
+        kb = _open(db, config)
+        try:
+            _emit(kb.stats())
+        finally:
+            kb.close()
+
+    _run(go)
+
+
+@app.command("cord")
+def cord(
+    type: Annotated[
+        str | None, typer.Option("--type", help="only entities of this asserted rdf:type")
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", help="maximum entities")] = 100,
+    db: DbOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """List ROOT entities with their current statements."""
+
+    def go() -> None:
+        kb = _open(db, config)
+        try:
+            _emit(kb.cord(type=type, limit=limit))
+        finally:
+            kb.close()
+
+    _run(go)

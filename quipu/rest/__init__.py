@@ -1,0 +1,1 @@
+"""The FastAPI app: the single source of truth for every remote surface."""

@@ -52,10 +52,10 @@ def progress(message: str) -> None:
 # -- data ------------------------------------------------------------------------------------
 
 
-def dataset(triples: int, seed: int) -> Path:
+def dataset(triples: int, seed: int, data_dir: Path = DATA_DIR) -> Path:
     """The cached LUBM-shaped file for (triples, seed), generated on first use."""
-    DATA_DIR.mkdir(parents=True, exist_ok=True)
-    path = DATA_DIR / f"lubm-{triples}-seed{seed}.nt"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    path = data_dir / f"lubm-{triples}-seed{seed}.nt"
     if not path.exists():
         progress(f"generating {triples:,} LUBM-shaped triples (seed {seed}) into {path}")
         started = time.perf_counter()
@@ -329,6 +329,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="comma-separated bulk-load engines out of pyoxigraph,quipu,rdflib (default all)",
     )
     parser.add_argument("--no-ox-disk", action="store_true", help="skip the pyoxigraph on-disk episode run")
+    parser.add_argument(
+        "--data-dir", type=Path, default=DATA_DIR, help="where generated data sets are cached (bench/.data)"
+    )
     parser.add_argument("--profile", type=Path, help="cProfile the first quipu bulk load into this file")
     args = parser.parse_args(argv)
     if args.large:
@@ -347,7 +350,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    path = dataset(args.triples, args.seed)
+    path = dataset(args.triples, args.seed, args.data_dir)
     data = path.read_bytes()
     lines = data.count(b"\n")
     failures: list[str] = []

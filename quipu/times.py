@@ -11,12 +11,14 @@ from datetime import UTC, datetime, timedelta
 
 from quipu.errors import InvalidField
 
-_INSTANT = re.compile(r"(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.\d+)?([Zz]|[+-]\d{2}:\d{2})")
+_INSTANT = re.compile(
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})"
+)
 
 
 def now() -> str:
     """The server's UTC instant, whole seconds."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _format(datetime.now(UTC))
 
 
 def parse_instant(text: str) -> str | None:
@@ -43,7 +45,15 @@ def parse_instant(text: str) -> str | None:
         return None
     if not 1 <= moment.year <= 9999:
         return None
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _format(moment)
+
+
+def _format(moment: datetime) -> str:
+    # Not strftime: glibc's %Y does not zero-pad years below 1000, and the text must sort.
+    return (
+        f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}T"
+        f"{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}Z"
+    )
 
 
 def normalise_valid_from(text: str, field: str = "valid_from") -> str:

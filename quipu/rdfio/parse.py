@@ -36,6 +36,7 @@ Statement = tuple[str | None, str, str, Obj]
 class ParsedDocument:
     statements: list[Statement]
     graphs: frozenset[str]  # named graphs the document itself mentions
+    iris: set[str]  # every IRI and blank-node key in subject, predicate or object position
 
 
 def skolem_prefix(document: bytes, graph_iri: str, scope: str | None) -> str:
@@ -45,15 +46,16 @@ def skolem_prefix(document: bytes, graph_iri: str, scope: str | None) -> str:
     return "_:b" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:16] + "_"
 
 
-_PARSER_ID = re.compile(r"[0-9a-f]{32}")
-_DOC_LABEL = re.compile(rb"_:([A-Za-z0-9_][A-Za-z0-9_.\-]*)")
+_PARSER_ID = re.compile(r"[0-9a-f]{1,32}")
+_DOC_LABEL = re.compile(rb'_:([A-Za-z0-9_][A-Za-z0-9_.\-]*)|nodeID="([^"]*)"')
 
 
 class _BlankNodes:
     """Document labels are kept; parser-invented ids of ``[ ]`` nodes become anon1, anon2, …
 
-    pyoxigraph keeps labels written in the document and invents 32-hex-digit ids for anonymous
-    nodes, so an id of that shape that the document never spells is an anonymous node.
+    pyoxigraph keeps labels written in the document and invents random hexadecimal ids (up to
+    32 digits, leading zeros dropped) for anonymous nodes, so an id of that shape that the
+    document never spells is an anonymous node.
     """
 
     def __init__(self, document: bytes, prefix: str) -> None:
@@ -65,7 +67,7 @@ class _BlankNodes:
 
     def _written(self, label: str) -> bool:
         if self._labels is None:  # one scan of the document, only when needed
-            self._labels = {m.decode("utf-8", "replace") for m in _DOC_LABEL.findall(self.document)}
+            self._labels = {(a or b).decode("utf-8", "replace") for a, b in _DOC_LABEL.findall(self.document)}
         return label in self._labels
 
     def key(self, label: str) -> str:
@@ -93,7 +95,9 @@ def parse_document(
     literal_cache: dict[tuple[str, str, str | None], bytes] = {}
     out: list[Statement] = []
     named: set[str] = set()
+    iris: set[str] = set()
     append = out.append
+    add_iri = iris.add
     NamedNode, BlankNode = ox.NamedNode, ox.BlankNode  # noqa: N806 - local aliases for the hot loop
     try:
         for quad in ox.parse(data, format=_OX_FORMATS[fmt], base_iri=base_iri):
@@ -120,15 +124,20 @@ def parse_document(
                 obj = enc
             else:
                 raise RdfParseError("RDF parse error: RDF-star quoted triples are not supported")
+            p_iri = p.value
+            add_iri(s_key)
+            add_iri(p_iri)
+            if type(obj) is str:
+                add_iri(obj)
             if type(g) is NamedNode:
                 named.add(g.value)
-                append((g.value, s_key, p.value, obj))
+                append((g.value, s_key, p_iri, obj))
             elif type(g) is BlankNode:
                 raise RdfParseError("RDF parse error: blank-node graph names are not supported")
             else:
-                append((None, s_key, p.value, obj))
+                append((None, s_key, p_iri, obj))
     except SyntaxError as exc:
         raise RdfParseError(f"RDF parse error: {exc}") from None
     except ValueError as exc:
         raise RdfParseError(f"RDF parse error: {exc}") from None
-    return ParsedDocument(out, frozenset(named))
+    return ParsedDocument(out, frozenset(named), iris)

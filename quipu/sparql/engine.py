@@ -88,21 +88,19 @@ def _dataset_scope(
     db: Database, conn: Any, clause: list[CompValue] | None, graph: str | None
 ) -> tuple[frozenset[int], frozenset[int] | None]:
     """Default and named graph ids (DM §15.1 step 3); unknown IRIs contribute nothing."""
-    if not clause:
+    # CompValue.get() answers a missing key with the key's name, so test membership instead.
+    froms = [str(item["default"]) for item in clause or () if "default" in item]
+    named_froms = [str(item["named"]) for item in clause or () if "named" in item]
+    if froms:
+        default = {gid for iri in froms if (gid := resolve_graph(db, conn, iri)) is not None}
+    else:
         gid = resolve_graph(db, conn, graph)
-        return (frozenset() if gid is None else frozenset({gid})), None
-    default: set[int] = set()
-    named: set[int] = set()
-    for item in clause:
-        if item.get("default") is not None:
-            gid = resolve_graph(db, conn, str(item.default))
-            if gid is not None:
-                default.add(gid)
-        elif item.get("named") is not None:
-            gid = resolve_graph(db, conn, str(item.named))
-            if gid is not None:
-                named.add(gid)
-    return frozenset(default), frozenset(named)
+        default = set() if gid is None else {gid}
+    if named_froms:
+        named = {gid for iri in named_froms if (gid := resolve_graph(db, conn, iri)) is not None}
+        return frozenset(default), frozenset(named)
+    # FROM without FROM NAMED activates no named graphs; neither clause means "all of them".
+    return frozenset(default), (frozenset() if froms else None)
 
 
 def run_query(
@@ -145,11 +143,11 @@ def _materialise(name: str, res: Any, max_rows: int | None) -> QueryResult:
         return QueryResult("SELECT", variables=variables, rows=rows, truncated=truncated)
     if name == "AskQuery":
         return QueryResult("ASK", boolean=bool(res["askAnswer"]))
-    graph = res["graph"]
+    triples = sorted(res["graph"])  # sorted, so a cut keeps the same triples every time
+    truncated = max_rows is not None and len(triples) > max_rows
     out = Graph()
-    for triple in graph:
+    for triple in triples[:max_rows] if truncated else triples:
         out.add(triple)
-    truncated = max_rows is not None and len(out) > max_rows
     return QueryResult(
         "CONSTRUCT" if name == "ConstructQuery" else "DESCRIBE", graph=out, truncated=truncated
     )

@@ -18,6 +18,7 @@ from sqlalchemy.pool import StaticPool
 
 from quipu.errors import ConfigError
 from quipu.store.dialect import Dialect, SqliteDialect, SqliteTuning
+from quipu.store.stage import forget_temp_tables
 from quipu.store.terms import TermDictionary
 
 
@@ -58,6 +59,7 @@ class WriteContext:
     """One open write transaction. Terms interned here join the cache only after commit."""
 
     conn: Connection
+    dialect: Dialect
     pending_terms: dict[str, int] = field(default_factory=dict)
 
 
@@ -86,14 +88,13 @@ class Database:
             )
             self.dialect.configure(self.writer, write=True)
             self.dialect.configure(self.reader, write=False)
-        self._write_engine = self.writer.execution_options(quipu_write=True)
         self.terms = TermDictionary()
         self.upgrade()
 
     # -- schema -----------------------------------------------------------------------------
 
     def schema_revision(self) -> str | None:
-        with self.reader.connect() as conn:
+        with self.read() as conn:
             return MigrationContext.configure(conn).get_current_revision()
 
     def upgrade(self) -> None:
@@ -105,21 +106,26 @@ class Database:
         self.migrate(cfg, "head")
 
     def migrate(self, cfg: Config, revision: str) -> None:
-        with self._write_lock, self._write_engine.connect() as conn:
+        """Upgrade inside one write transaction: a failed migration leaves the file as it was."""
+        with self._write_lock, self.writer.connect() as conn, conn.begin():
+            self.dialect.begin_write(conn)
             cfg.attributes["connection"] = conn
             command.upgrade(cfg, revision)
-            conn.commit()
 
     # -- transactions -----------------------------------------------------------------------
 
     @contextmanager
     def write(self) -> Iterator[WriteContext]:
         """A write transaction: serialised, all-or-nothing."""
-        with self._write_lock, self._write_engine.connect() as conn:
-            ctx = WriteContext(conn)
-            with conn.begin():
-                self.dialect.begin_write(conn)
-                yield ctx
+        with self._write_lock, self.writer.connect() as conn:
+            ctx = WriteContext(conn, self.dialect)
+            try:
+                with conn.begin():
+                    self.dialect.begin_write(conn)
+                    yield ctx
+            except BaseException:
+                forget_temp_tables(conn)
+                raise
             self.terms.remember(ctx.pending_terms)
 
     @contextmanager
@@ -127,9 +133,11 @@ class Database:
         """A read snapshot: every statement inside sees one committed state."""
         if self.memory:
             with self._write_lock, self.reader.connect() as conn, conn.begin():
+                self.dialect.begin_read(conn)
                 yield conn
         else:
             with self.reader.connect() as conn, conn.begin():
+                self.dialect.begin_read(conn)
                 yield conn
 
     def head_tx(self, conn: Connection) -> int:

@@ -6,13 +6,18 @@ connection set-up, how a write transaction starts, and insert-or-ignore.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, Engine, Table, event
 from sqlalchemy.dialects import sqlite
+from sqlalchemy.engine.interfaces import Dialect as SADialect
 from sqlalchemy.sql.dml import Insert
+from sqlalchemy.sql.elements import ClauseElement
+
+_DEFER_INDEXES_MIN = 50_000  # rows; below this, dropping and rebuilding indexes costs more
 
 
 @dataclass(frozen=True)
@@ -27,17 +32,40 @@ class Dialect:
 
     name: str = "base"
 
+    def __init__(self) -> None:
+        self._prepared: dict[int, Prepared] = {}
+        self._sa_dialect: SADialect | None = None
+
     def configure(self, engine: Engine, *, write: bool) -> None:
-        raise NotImplementedError
+        """Set up an engine's connections; every subclass calls this base first."""
+        self._sa_dialect = engine.dialect
+
+    def prepared(self, statement: ClauseElement) -> Prepared:
+        """``statement`` compiled once for this backend (pass module-level statements only)."""
+        found = self._prepared.get(id(statement))
+        if found is None:
+            assert self._sa_dialect is not None, "configure() an engine first"
+            found = self._prepared[id(statement)] = Prepared(statement, self._sa_dialect)
+        return found
 
     def begin_write(self, conn: Connection) -> None:
         """Run first inside every write transaction (PostgreSQL takes its advisory lock here)."""
 
+    def begin_read(self, conn: Connection) -> None:
+        """Run first inside every read snapshot."""
+
     def insert_ignore(self, table: Table) -> Insert:
         raise NotImplementedError
 
-    def insert_tuples(self, conn: Connection, table: Table, rows: Sequence[tuple[Any, ...]]) -> None:
-        """Bulk-insert positional rows in column order, bypassing per-row dict building."""
+    @contextmanager
+    def indexes_deferred(self, conn: Connection, table: Table, incoming: int) -> Iterator[None]:
+        """Around a bulk insert of ``incoming`` rows; backends may build indexes afterwards."""
+        yield
+
+    def insert_tuples(
+        self, conn: Connection, table: Table, columns: Sequence[str], rows: Sequence[tuple[Any, ...]]
+    ) -> None:
+        """Bulk-insert positional rows into ``columns``, bypassing per-row dict building."""
         raise NotImplementedError
 
 
@@ -47,16 +75,20 @@ class SqliteDialect(Dialect):
     name = "sqlite"
 
     def __init__(self, tuning: SqliteTuning, *, memory: bool = False) -> None:
+        super().__init__()
         self.tuning = tuning
         self.memory = memory
 
     def configure(self, engine: Engine, *, write: bool) -> None:
+        super().configure(engine, write=write)
         tuning = self.tuning
         memory = self.memory
 
+        # A pool event only: an engine-level "begin" listener would make SQLAlchemy dispatch
+        # events around every statement, which costs more than the statements of a small write.
         @event.listens_for(engine, "connect")
         def _on_connect(dbapi_conn: Any, _record: Any) -> None:
-            # Let SQLAlchemy's "begin" event issue BEGIN itself, so we choose its kind.
+            # The driver must not open transactions by itself: begin_write/begin_read choose.
             dbapi_conn.isolation_level = None
             cur = dbapi_conn.cursor()
             if not memory:
@@ -70,14 +102,57 @@ class SqliteDialect(Dialect):
                 cur.execute("PRAGMA query_only=ON")
             cur.close()
 
-        @event.listens_for(engine, "begin")
-        def _on_begin(conn: Connection) -> None:
-            wants_write = write or conn.get_execution_options().get("quipu_write", False)
-            conn.exec_driver_sql("BEGIN IMMEDIATE" if wants_write else "BEGIN")
+    def begin_write(self, conn: Connection) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+    def begin_read(self, conn: Connection) -> None:
+        conn.exec_driver_sql("BEGIN")
 
     def insert_ignore(self, table: Table) -> Insert:
         return sqlite.insert(table).on_conflict_do_nothing()
 
-    def insert_tuples(self, conn: Connection, table: Table, rows: Sequence[tuple[Any, ...]]) -> None:
-        marks = ", ".join("?" * len(table.columns))
-        conn.exec_driver_sql(f"INSERT INTO {table.name} VALUES ({marks})", list(rows))
+    @contextmanager
+    def indexes_deferred(self, conn: Connection, table: Table, incoming: int) -> Iterator[None]:
+        # Building an index once over sorted keys beats maintaining it row by row when the batch
+        # dominates the table (2.4 s instead of about 4 s per million facts, measured). DDL is
+        # transactional in SQLite, so a failed load restores the indexes with everything else.
+        existing = conn.exec_driver_sql(f"SELECT MAX(rowid) FROM {table.name}").scalar() or 0
+        if incoming < _DEFER_INDEXES_MIN or incoming < 2 * existing:
+            yield
+            return
+        for index in table.indexes:
+            index.drop(conn)
+        yield
+        for index in table.indexes:
+            index.create(conn)
+
+    def insert_tuples(
+        self, conn: Connection, table: Table, columns: Sequence[str], rows: Sequence[tuple[Any, ...]]
+    ) -> None:
+        marks = ", ".join("?" * len(columns))
+        sql = f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES ({marks})"
+        cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+        cursor.executemany(sql, rows)
+
+
+class Prepared:
+    """A Core statement compiled once for one backend and run straight on the DBAPI cursor.
+
+    The few statements of every small write cost more in SQLAlchemy's execution layer than in
+    the database; these skip it. Only plain bind parameters (no expanding IN lists).
+    """
+
+    def __init__(self, statement: ClauseElement, sa_dialect: SADialect) -> None:
+        compiled = statement.compile(dialect=sa_dialect)
+        self.sql = str(compiled)
+        self.defaults: dict[str, Any] = dict(compiled.params)  # values bound inside the statement
+        order = getattr(compiled, "positiontup", None)  # set for positional paramstyles
+        self.names: tuple[str, ...] | None = tuple(order) if order is not None else None
+
+    def run(self, conn: Connection, params: dict[str, Any] | None = None) -> Any:
+        """Execute and return the DBAPI cursor (for fetchone/fetchall/rowcount)."""
+        cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+        merged = {**self.defaults, **params} if params else self.defaults
+        args: Any = tuple(merged[n] for n in self.names) if self.names is not None else merged
+        cursor.execute(self.sql, args)
+        return cursor

@@ -1,4 +1,4 @@
-"""A per-connection scratch table that batches of statements pass through.
+"""Per-connection scratch tables that batches pass through.
 
 Set-based SQL over a staged batch (instead of one statement per triple) keeps bulk ingest and
 small writes on the same code path.
@@ -6,18 +6,20 @@ small writes on the same code path.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Sequence
+from typing import Any
 
-from sqlalchemy import BigInteger, Column, Connection, Float, LargeBinary, MetaData, Table
+from sqlalchemy import BigInteger, Column, Connection, Float, LargeBinary, MetaData, Table, Text, delete
 from sqlalchemy.schema import CreateTable
 
 from quipu.store.dialect import Dialect
 
 # (e, a, v, vh, v_ref, v_num)
 Row = tuple[int, int, bytes, bytes, int | None, float | None]
+ROW_COLUMNS = ("e", "a", "v", "vh", "v_ref", "v_num")
 
 _meta = MetaData()
-stage = Table(
+fact_stage = Table(
     "quipu_stage",
     _meta,
     Column("e", BigInteger),
@@ -28,17 +30,29 @@ stage = Table(
     Column("v_num", Float),
     prefixes=["TEMPORARY"],
 )
+term_stage = Table(
+    "quipu_term_stage",
+    _meta,
+    Column("iri_hash", LargeBinary),
+    Column("iri", Text),
+    prefixes=["TEMPORARY"],
+)
+_CREATED = "quipu_temp_tables"
+_CLEAR = {t.name: delete(t) for t in (fact_stage, term_stage)}
 
 
-def stage_rows(conn: Connection, dialect: Dialect, rows: Iterable[Row]) -> int:
-    """Replace the stage's contents with ``rows``; returns how many were staged.
+def forget_temp_tables(conn: Connection) -> None:
+    """Call after a rollback: temporary tables created inside it are gone."""
+    conn.info.pop(_CREATED, None)
 
-    The CREATE runs every time (a no-op once the table exists) because a rolled-back
-    transaction also rolls back a temporary table created inside it.
-    """
-    conn.execute(CreateTable(stage, if_not_exists=True))
-    conn.exec_driver_sql("DELETE FROM quipu_stage")
-    batch = rows if isinstance(rows, list) else list(rows)
-    if batch:
-        dialect.insert_tuples(conn, stage, batch)
-    return len(batch)
+
+def fill(conn: Connection, dialect: Dialect, table: Table, rows: Sequence[tuple[Any, ...]]) -> int:
+    """Replace ``table``'s contents with ``rows``; returns how many were staged."""
+    created: set[str] = conn.info.setdefault(_CREATED, set())
+    if table.name not in created:
+        conn.execute(CreateTable(table, if_not_exists=True))
+        created.add(table.name)
+    dialect.prepared(_CLEAR[table.name]).run(conn)
+    if rows:
+        dialect.insert_tuples(conn, table, [c.name for c in table.columns], rows)
+    return len(rows)

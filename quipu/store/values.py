@@ -96,7 +96,8 @@ def _with_header(tag: int, header: str, lexical: str) -> bytes:
 
 
 def lang_string(lexical: str, lang: str) -> bytes:
-    return _with_header(TAG_LANG, lang, lexical)
+    # Tags compare case-insensitively (BCP 47); the parser lower-cases them, so everyone does.
+    return _with_header(TAG_LANG, lang.lower(), lexical)
 
 
 def literal(lexical: str, datatype: str | None = None, lang: str | None = None) -> bytes:
@@ -234,7 +235,10 @@ def from_json(value: object, field: str = "value") -> ValueInput:
             and isinstance(value["float"], int | float)
             and not isinstance(value["float"], bool)
         ):
-            return ValueInput(encoded=double(float(value["float"])))
+            try:
+                return ValueInput(encoded=double(float(value["float"])))
+            except OverflowError:
+                raise InvalidField(f"'{field}.float' is out of range for a double", field=field) from None
         if keys == {"bool"} and isinstance(value["bool"], bool):
             return ValueInput(encoded=boolean(value["bool"]))
         if keys == {"value", "lang"} and isinstance(value["value"], str) and isinstance(value["lang"], str):

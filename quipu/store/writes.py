@@ -7,11 +7,13 @@ retraction closes claims (``valid_to``, ``retracted_tx``) and appends a retracti
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import gc
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from sqlalchemy import Connection, exists, insert, literal, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import Connection, Text, bindparam, exists, insert, literal, select, update
+from sqlalchemy.sql.dml import Insert
 
 from quipu import times
 from quipu.errors import InvalidField, NotFound, UnknownGraph, WriteRefused
@@ -29,10 +31,12 @@ from quipu.store.schema import (
     graphs,
     transactions,
 )
-from quipu.store.stage import Row, stage, stage_rows
+from quipu.store.stage import Row, fact_stage, fill
 from quipu.store.views import visible
 
 RDF_TYPE = values.RDF + "type"
+_BULK_ROWS = 10_000  # batches above this size may take the empty-graph fast path
+_LARGE_DOCUMENT = 1 << 20  # bytes; larger documents are parsed with the cyclic GC paused
 
 # progress(phase, done, total): coarse reports for long ingests (the CLI draws a bar).
 Progress = Callable[[str, int, int], None]
@@ -99,19 +103,24 @@ def is_companion(iri: str) -> bool:
     return iri.endswith("#inferred") or ("#" in iri and iri.endswith("-inferred"))
 
 
+_INSERT_TX = (
+    insert(transactions)
+    .values({c: bindparam(c) for c in ("timestamp", "actor", "source", "graph", "recorded_at")})
+    .returning(transactions.c.id)
+)
+
+
 def open_transaction(
     ctx: WriteContext, *, timestamp: str, actor: str | None, source: str | None, graph: int
 ) -> TxInfo:
-    tx_id: int = ctx.conn.execute(
-        insert(transactions).returning(transactions.c.id),
-        {
-            "timestamp": timestamp,
-            "actor": actor,
-            "source": source,
-            "graph": graph,
-            "recorded_at": times.now(),
-        },
-    ).scalar_one()
+    params = {
+        "timestamp": timestamp,
+        "actor": actor,
+        "source": source,
+        "graph": graph,
+        "recorded_at": times.now(),
+    }
+    tx_id = ctx.dialect.prepared(_INSERT_TX).run(ctx.conn, params).fetchone()[0]
     return TxInfo(int(tx_id), timestamp, source, graph)
 
 
@@ -161,48 +170,63 @@ def _rows(statements: Sequence[Statement], ids: dict[str, int], graph_of: dict[s
     return plan
 
 
-def assert_rows(db: Database, ctx: WriteContext, tx: TxInfo, rows: Iterable[Row], valid_from: str) -> int:
+_CLAIM_COLUMNS = ("e", "a", "v", "vh", "v_ref", "v_num", "g", "tx", "valid_from", "op")
+
+
+def _insert_unowned() -> Insert:
+    """INSERT claims for staged statements that have no live claim of this source (DM §5.2)."""
+    f = facts.alias("f")
+    t = transactions.alias("t")
+    st = fact_stage.c
+    owned = exists().where(
+        f.c.g == bindparam("g"),
+        f.c.e == st.e,
+        f.c.a == st.a,
+        f.c.vh == st.vh,
+        f.c.v == st.v,
+        f.c.op == OP_ASSERT,
+        f.c.valid_to.is_(None),
+        t.c.id == f.c.tx,
+        t.c.source.is_not_distinct_from(bindparam("src", type_=Text)),
+    )
+    chosen = select(
+        st.e,
+        st.a,
+        st.v,
+        st.vh,
+        st.v_ref,
+        st.v_num,
+        bindparam("g"),
+        bindparam("tx"),
+        bindparam("vf", type_=Text),
+        literal(OP_ASSERT),
+    ).where(~owned)
+    return insert(facts).from_select(list(_CLAIM_COLUMNS), chosen)
+
+
+_INSERT_UNOWNED = _insert_unowned()
+_GRAPH_HAS_ROWS = select(facts.c.id).where(facts.c.g == bindparam("g")).limit(1)
+
+
+def assert_rows(db: Database, ctx: WriteContext, tx: TxInfo, rows: Sequence[Row], valid_from: str) -> int:
     """Write claims for ``rows`` (deduplicated statements) into ``tx.graph`` (DM §5.2).
 
     A statement with a live claim of this transaction's source is skipped (idempotent); one live
     only under other sources gets a second, ownership claim. Returns the claim rows written.
     """
-    if not stage_rows(ctx.conn, db.dialect, list(rows)):
+    if not rows:
         return 0
-    f = facts.alias("f")
-    t = transactions.alias("t")
-    owned = exists().where(
-        f.c.g == tx.graph,
-        f.c.e == stage.c.e,
-        f.c.a == stage.c.a,
-        f.c.vh == stage.c.vh,
-        f.c.v == stage.c.v,
-        f.c.op == OP_ASSERT,
-        f.c.valid_to.is_(None),
-        t.c.id == f.c.tx,
-        t.c.source.is_not_distinct_from(tx.source),
-    )
-    chosen = select(
-        stage.c.e,
-        stage.c.a,
-        stage.c.v,
-        stage.c.vh,
-        stage.c.v_ref,
-        stage.c.v_num,
-        literal(tx.graph),
-        literal(tx.id),
-        literal(valid_from),
-        literal(OP_ASSERT),
-    ).where(~owned)
-    try:
-        result = ctx.conn.execute(
-            insert(facts).from_select(
-                ["e", "a", "v", "vh", "v_ref", "v_num", "g", "tx", "valid_from", "op"], chosen
-            )
-        )
-    except IntegrityError as exc:  # two values with one digest inside one transaction
-        raise WriteRefused(f"value digest collision inside one transaction: {exc.orig}") from None
-    return int(result.rowcount)
+    conn = ctx.conn
+    prepared = ctx.dialect.prepared
+    if len(rows) > _BULK_ROWS and prepared(_GRAPH_HAS_ROWS).run(conn, {"g": tx.graph}).fetchone() is None:
+        # A graph with no rows at all has no claims to compare against: every row is new.
+        tail = (tx.graph, tx.id, valid_from, OP_ASSERT)
+        with ctx.dialect.indexes_deferred(conn, facts, len(rows)):
+            ctx.dialect.insert_tuples(conn, facts, _CLAIM_COLUMNS, [r + tail for r in rows])
+        return len(rows)
+    fill(conn, ctx.dialect, fact_stage, rows)
+    params = {"g": tx.graph, "tx": tx.id, "vf": valid_from, "src": tx.source}
+    return int(prepared(_INSERT_UNOWNED).run(conn, params).rowcount)
 
 
 def close_claims(
@@ -274,6 +298,19 @@ def _live_values(conn: Connection, g: int, e: int, a: int | None = None) -> list
 # -- public write operations ---------------------------------------------------------------
 
 
+@contextmanager
+def _gc_paused(active: bool) -> Iterator[None]:
+    """Pause the cyclic GC while building millions of acyclic tuples (it rescans them all)."""
+    if not active or not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 def knot(
     db: Database,
     data: bytes | str,
@@ -288,7 +325,11 @@ def knot(
     base_iri: str | None = None,
     progress: Progress | None = None,
 ) -> KnotResult:
-    """Assert an RDF document (append mode). Named graphs in N-Quads/TriG must be registered."""
+    """Assert an RDF document (append mode). Named graphs in N-Quads/TriG must be registered.
+
+    Checks run before anything is written: format, ``valid_from``, syntax and literals, then
+    (inside the transaction, before interning) every destination graph.
+    """
     fmt = input_format(format)
     stored_from = times.normalise_valid_from(valid_from) if valid_from is not None else None
     ts = times.normalise_timestamp(timestamp)
@@ -296,7 +337,11 @@ def knot(
     raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
     target_iri = graph if graph not in (None, "") else ROOT_IRI
     assert target_iri is not None
-    doc = parse_document(raw, fmt, graph_iri=target_iri, blank_node_scope=blank_node_scope, base_iri=base_iri)
+    large = len(raw) > _LARGE_DOCUMENT
+    with _gc_paused(large):
+        doc = parse_document(
+            raw, fmt, graph_iri=target_iri, blank_node_scope=blank_node_scope, base_iri=base_iri
+        )
     src = derived_source(source, actor, "knot")
     report = progress or _silent
     report("parsed statements", len(doc.statements), len(doc.statements))
@@ -305,15 +350,10 @@ def knot(
         graph_of: dict[str | None, int] = {None: target}
         for name in sorted(doc.graphs):
             graph_of[name] = resolve_target_graph(db, ctx, name)
-        iris: set[str] = set()
-        for _g, s, p, o in doc.statements:
-            iris.add(s)
-            iris.add(p)
-            if type(o) is str:
-                iris.add(o)
-        ids = db.terms.intern(ctx, iris)
+        ids = db.terms.intern(ctx, doc.iris)
         report("interned terms", len(ids), len(ids))
-        plan = _rows(doc.statements, ids, graph_of)
+        with _gc_paused(large):
+            plan = _rows(doc.statements, ids, graph_of)
         total = sum(len(b) for b in plan.by_graph.values())
         done = 0
         order = sorted(set(plan.by_graph) | {target})  # ROOT (0) first, then ascending ids
@@ -322,8 +362,8 @@ def knot(
         for gid in order:
             tx = open_transaction(ctx, timestamp=ts, actor=actor, source=src, graph=gid)
             tx_ids.append(tx.id)
-            batch = plan.by_graph.get(gid, {})
-            claims += assert_rows(db, ctx, tx, batch.values(), stored_from)
+            batch = list(plan.by_graph.get(gid, {}).values())
+            claims += assert_rows(db, ctx, tx, batch, stored_from)
             done += len(batch)
             report("written statements", done, total)
     return KnotResult(tx_ids[order.index(target)], total, stored_from, claims, tuple(tx_ids))

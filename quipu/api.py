@@ -9,7 +9,7 @@ from rdflib import Graph
 from rdflib.term import Node
 
 from quipu.sparql.engine import QueryResult, run_query
-from quipu.store import reads, writes
+from quipu.store import ownership, reads, writes
 from quipu.store.database import Database
 from quipu.store.dialect import SqliteTuning
 
@@ -97,6 +97,25 @@ class KnowledgeBase:
         """Make ``value`` the only current object of (entity, predicate)."""
         return writes.set_value(
             self.db, entity, predicate, value, timestamp=timestamp, actor=actor, source=source
+        )
+
+    def retract_source(
+        self,
+        source: str,
+        repair: str,
+        *,
+        apply: bool = False,
+        expect: int | None = None,
+        graph: str | None = None,
+        timestamp: str | None = None,
+        actor: str | None = None,
+    ) -> dict[str, Any]:
+        """Plan, or with ``apply=True, expect=<planned>`` apply, a source-scoped retraction.
+
+        Only ``source``'s own claims close: statements other sources also own stay visible.
+        """
+        return ownership.retract_source(
+            self.db, source, repair, apply=apply, expect=expect, graph=graph, timestamp=timestamp, actor=actor
         )
 
     def create_graph(self, iri: str, *, actor: str | None = None) -> bool:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from sqlalchemy import Connection, Text, bindparam, exists, insert, literal, select, update
+from sqlalchemy import ColumnElement, Connection, Text, bindparam, exists, insert, literal, select, update
 from sqlalchemy.sql.dml import Insert
 
 from quipu import times
@@ -170,7 +170,9 @@ def _rows(statements: Sequence[Statement], ids: dict[str, int], graph_of: dict[s
     return plan
 
 
-_CLAIM_COLUMNS = ("e", "a", "v", "vh", "v_ref", "v_num", "g", "tx", "valid_from", "op")
+_ROW_COLUMNS = ("e", "a", "v", "vh", "v_ref", "v_num")
+_CLAIM_COLUMNS = (*_ROW_COLUMNS, "g", "tx", "valid_from", "op")
+_ID_CHUNK = 500
 
 
 def _insert_unowned() -> Insert:
@@ -233,56 +235,54 @@ def close_claims(
     ctx: WriteContext,
     tx: TxInfo,
     *,
-    e: int,
+    e: int | None = None,
     a: int | None = None,
     v: bytes | None = None,
     keep: bytes | None = None,
+    claim_ids: Sequence[int] | None = None,
 ) -> int:
-    """Close every live claim of matching statements in ``tx.graph`` (unscoped, DM §5.3).
+    """Close live claims in ``tx.graph`` and record one retraction per statement (DM §5.3).
 
-    Writes one retraction record per closed statement and returns how many statements closed.
-    ``keep`` excludes one value (``set`` keeps the value it is making sole).
+    Unscoped by default: every owner's claims of the matching statements close. ``claim_ids``
+    closes exactly those claims instead (source-scoped retraction). ``keep`` excludes one value
+    (``set`` keeps the value it is making sole). Returns how many statements were closed.
     """
     c = facts.c
-    cond = [c.g == tx.graph, c.e == e, c.op == OP_ASSERT, c.valid_to.is_(None)]
+    live = [c.g == tx.graph, c.op == OP_ASSERT, c.valid_to.is_(None)]
+    if e is not None:
+        live.append(c.e == e)
     if a is not None:
-        cond.append(c.a == a)
+        live.append(c.a == a)
     if v is not None:
-        cond += [c.vh == values.digest(v), c.v == v]
+        live += [c.vh == values.digest(v), c.v == v]
     if keep is not None:
-        cond.append(c.v != keep)
-    closed = ctx.conn.execute(
-        update(facts)
-        .where(*cond)
-        .values(valid_to=tx.timestamp, retracted_tx=tx.id)
-        .returning(c.e, c.a, c.v, c.vh, c.v_ref, c.v_num, c.valid_from)
-    ).all()
+        live.append(c.v != keep)
+    batches: list[list[ColumnElement[bool]]]
+    if claim_ids is None:
+        batches = [live]
+    else:
+        ids = list(claim_ids)
+        batches = [[*live, c.id.in_(ids[i : i + _ID_CHUNK])] for i in range(0, len(ids), _ID_CHUNK)]
     earliest: dict[tuple[int, int, bytes], tuple[Row, str]] = {}
-    for row in closed:
-        key = (row.e, row.a, bytes(row.v))
-        prior = earliest.get(key)
-        if prior is None or row.valid_from < prior[1]:
-            earliest[key] = ((row.e, row.a, key[2], bytes(row.vh), row.v_ref, row.v_num), row.valid_from)
+    for cond in batches:
+        closed = ctx.conn.execute(
+            update(facts)
+            .where(*cond)
+            .values(valid_to=tx.timestamp, retracted_tx=tx.id)
+            .returning(c.e, c.a, c.v, c.vh, c.v_ref, c.v_num, c.valid_from)
+        )
+        for row in closed:
+            key = (row.e, row.a, bytes(row.v))
+            prior = earliest.get(key)
+            if prior is None or row.valid_from < prior[1]:
+                earliest[key] = ((row.e, row.a, key[2], bytes(row.vh), row.v_ref, row.v_num), row.valid_from)
     if earliest:
-        ctx.conn.execute(
-            insert(facts),
-            [
-                {
-                    "e": r[0],
-                    "a": r[1],
-                    "v": r[2],
-                    "vh": r[3],
-                    "v_ref": r[4],
-                    "v_num": r[5],
-                    "g": tx.graph,
-                    "tx": tx.id,
-                    "valid_from": vf,
-                    "valid_to": tx.timestamp,
-                    "retracted_tx": tx.id,
-                    "op": OP_RETRACT,
-                }
-                for r, vf in earliest.values()
-            ],
+        tail = (tx.graph, tx.id, tx.timestamp, tx.id, OP_RETRACT)
+        ctx.dialect.insert_tuples(
+            ctx.conn,
+            facts,
+            (*_ROW_COLUMNS, "g", "tx", "valid_to", "retracted_tx", "op", "valid_from"),
+            [r + tail + (vf,) for r, vf in earliest.values()],
         )
     return len(earliest)
 

@@ -15,6 +15,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from quipu.config import Settings, load_settings
 from quipu.errors import InvalidField, QuipuError
@@ -37,7 +38,9 @@ LARGE_INPUT = 4 * 1024 * 1024  # bytes; larger ingests show a progress bar
 
 
 def _fail(exc: QuipuError) -> NoReturn:
-    err.print(f"[bold red]error:[/] {exc.message}", highlight=False, markup=True)
+    # Plain text: a message may quote user input, which must never be read as Rich markup,
+    # and scripts read it whole, so no wrapping either.
+    sys.stderr.write(f"error: {exc.message}\n")
     raise typer.Exit(2 if exc.status < 500 else 1)
 
 
@@ -187,9 +190,11 @@ def read(
         elif result.form == "ASK":
             sys.stdout.write(("true" if result.boolean else "false") + "\n")
         else:
-            table = Table(*result.variables, show_lines=False)
+            table = Table(show_lines=False)
+            for name in result.variables:
+                table.add_column(Text(name))
             for row in result.rows:
-                table.add_row(*(term_text(row.get(v)) for v in result.variables))
+                table.add_row(*(Text(term_text(row.get(v))) for v in result.variables))
             Console(soft_wrap=True).print(table)
             err.print(f"{len(result.rows)} row(s)")
 

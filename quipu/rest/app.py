@@ -14,7 +14,15 @@ from fastapi import FastAPI, Request
 import quipu
 from quipu.api import KnowledgeBase
 from quipu.config import Settings
+from quipu.errors import InvalidField
 from quipu.rest import problems
+
+
+def _no_arguments(request: Request) -> None:
+    """Strict argument-less routes: any parameter is refused rather than ignored."""
+    if request.query_params:
+        names = ", ".join(sorted(request.query_params))
+        raise InvalidField(f"this route takes no arguments (got: {names})", reason="unknown_field")
 
 
 def create_app(settings: Settings) -> FastAPI:
@@ -39,13 +47,15 @@ def create_app(settings: Settings) -> FastAPI:
     problems.install(app)
 
     @app.get("/health")
-    def health() -> dict[str, str]:
+    def health(request: Request) -> dict[str, str]:
         """Liveness of the process; never touches the store."""
+        _no_arguments(request)
         return {"status": "ok"}
 
     @app.get("/stats")
     def stats(request: Request) -> dict[str, int]:
         """Counts of ROOT's current statements, entities and predicates."""
+        _no_arguments(request)
         kb: KnowledgeBase = request.app.state.kb
         return kb.stats()
 

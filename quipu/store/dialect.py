@@ -121,7 +121,7 @@ class SqliteDialect(Dialect):
             yield
             return
         for index in table.indexes:
-            index.drop(conn)
+            index.drop(conn, checkfirst=True)
         yield
         for index in table.indexes:
             index.create(conn)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import cProfile
 import gc
-import inspect
 import math
 import os
 import platform
@@ -68,31 +67,18 @@ def dataset(triples: int, seed: int, data_dir: Path = DATA_DIR) -> Path:
 
 
 class QuipuStore:
-    """A quipu file store behind the public ``quipu.open`` when there is one, else ``Database``."""
+    """A quipu file store opened through the public embedding API."""
 
     def __init__(self, path: Path) -> None:
         import quipu
 
-        opener = getattr(quipu, "open", None)
-        self._handle: Any
-        if callable(opener):
-            self._handle = opener(str(path))
-            self._knot: Callable[..., Any] = self._handle.knot
-            self.api = "quipu.open(path).knot()"
-        else:
-            from quipu.store import writes
-            from quipu.store.database import Database
-
-            self._handle = Database(str(path))
-            db = self._handle
-            self._knot = lambda data, **kw: writes.knot(db, data, **kw)
-            self.api = "quipu.store.writes.knot()"
-
-        self.supports_progress = "progress" in inspect.signature(self._knot).parameters
+        self._handle = quipu.open(str(path))
+        self._knot: Callable[..., Any] = self._handle.knot
+        self.api = "quipu.open(path).knot()"
 
     def knot(self, data: bytes | str, fmt: str, phases: dict[str, float] | None = None) -> Any:
         """One ``knot``; with ``phases``, record seconds per phase where quipu reports progress."""
-        if phases is None or not self.supports_progress:
+        if phases is None:
             return self._knot(data, format=fmt)
         clock = time.perf_counter
         marks: dict[str, float] = {}

@@ -8,6 +8,8 @@ from typing import Any
 from rdflib import Graph
 from rdflib.term import Node
 
+from quipu.rdfio import ingest
+from quipu.rdfio.export import export
 from quipu.sparql.engine import QueryResult, run_query
 from quipu.store import ownership, reads, writes
 from quipu.store.database import Database
@@ -48,7 +50,7 @@ class KnowledgeBase:
         progress: writes.Progress | None = None,
     ) -> writes.KnotResult:
         """Assert an RDF document in one transaction (per destination graph)."""
-        return writes.knot(
+        return ingest.knot(
             self.db,
             data,
             format=format,
@@ -156,7 +158,7 @@ class KnowledgeBase:
 
     def export(self, format: str = "ntriples", *, graph: str | None = None) -> str:
         """Deterministic N-Triples or Turtle of ROOT's (or one graph's) current statements."""
-        return reads.export(self.db, graph=graph, format=format).rdf
+        return export(self.db, graph=graph, format=format).rdf
 
     def cord(
         self, *, type: str | None = None, predicate: str | None = None, limit: int = 100

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
 from typing import Final
 
 import pyoxigraph as ox
 
 from quipu.errors import RdfParseError
 from quipu.store import values
+from quipu.store.statements import Obj, Statement, StatementBatch
 
 _OX_FORMATS: Final = {
     "turtle": ox.RdfFormat.TURTLE,
@@ -25,18 +25,6 @@ _OX_FORMATS: Final = {
     "jsonld": ox.RdfFormat.JSON_LD,
     "rdfxml": ox.RdfFormat.RDF_XML,
 }
-
-# An object is a str (an IRI or skolem key, stored as a Ref) or bytes (an encoded literal).
-Obj = str | bytes
-# (graph IRI or None for the document's default graph, subject key, predicate IRI, object)
-Statement = tuple[str | None, str, str, Obj]
-
-
-@dataclass(frozen=True)
-class ParsedDocument:
-    statements: list[Statement]
-    graphs: frozenset[str]  # named graphs the document itself mentions
-    iris: set[str]  # every IRI and blank-node key in subject, predicate or object position
 
 
 def skolem_prefix(document: bytes, graph_iri: str, scope: str | None) -> str:
@@ -89,7 +77,7 @@ def parse_document(
     graph_iri: str,
     blank_node_scope: str | None = None,
     base_iri: str | None = None,
-) -> ParsedDocument:
+) -> StatementBatch:
     """Parse ``data`` (format name already resolved by ``formats.input_format``)."""
     bnodes = _BlankNodes(data, skolem_prefix(data, graph_iri, blank_node_scope))
     literal_cache: dict[tuple[str, str, str | None], bytes] = {}
@@ -140,4 +128,4 @@ def parse_document(
         raise RdfParseError(f"RDF parse error: {exc}") from None
     except ValueError as exc:
         raise RdfParseError(f"RDF parse error: {exc}") from None
-    return ParsedDocument(out, frozenset(named), iris)
+    return StatementBatch(out, frozenset(named), iris)

@@ -6,14 +6,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, func, select
 
-from quipu.errors import InvalidField, NotFound, UnknownGraph
-from quipu.rdfio import serialize
-from quipu.rdfio.formats import output_format
+from quipu.errors import InvalidField, NotFound
 from quipu.store import values
 from quipu.store.database import Database
 from quipu.store.schema import (
@@ -70,33 +67,6 @@ def statement_ids(rows: Iterable[tuple[int, int, bytes]]) -> set[int]:
     return ids
 
 
-# -- export ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ExportResult:
-    rdf: str
-    format: str
-    graph: str | None
-    triples: int
-
-
-def export(db: Database, *, graph: str | None = None, format: str = "turtle") -> ExportResult:
-    """Deterministic RDF of ROOT's or one named graph's current statements."""
-    fmt = output_format(format)
-    with db.read() as conn:
-        gid = resolve_graph(db, conn, graph)
-        if gid is None:
-            raise UnknownGraph(f"unknown graph: {graph}", field="graph")
-        rows = statement_rows(conn, TemporalView(graphs=frozenset({gid})))
-        iri_of = db.terms.iris(conn, statement_ids(rows))
-    rendered = [
-        (serialize.iri_term(iri_of[e]), f"<{iri_of[a]}>", serialize.value_term(v, iri_of)) for e, a, v in rows
-    ]
-    text = serialize.ntriples(rendered) if fmt == "ntriples" else serialize.turtle(rendered)
-    return ExportResult(text, fmt, None if gid == ROOT else graph, len(rows))
-
-
 # -- cord ------------------------------------------------------------------------------------
 
 
@@ -146,8 +116,14 @@ def cord(
     return {"entities": entities, "count": len(entities)}
 
 
-def _value_key(v: bytes, iri_of: dict[int, str]) -> str:
-    return serialize.value_term(v, iri_of) if v[0] != values.TAG_BYTES else v.hex()
+def _value_key(v: bytes, iri_of: dict[int, str]) -> tuple[str, ...]:
+    """Values in a stable order: references by IRI first, then literals by lexical form."""
+    d = values.decode(v)
+    if d.kind == "ref":
+        return ("0", iri_of[d.value])
+    if d.kind == "bytes":
+        return ("2", v.hex())
+    return ("1", d.lexical, d.datatype or "", d.lang or "")
 
 
 # -- unravel ---------------------------------------------------------------------------------

@@ -7,9 +7,7 @@ retraction closes claims (``valid_to``, ``retracted_tx``) and appends a retracti
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from sqlalchemy import ColumnElement, Connection, Text, bindparam, exists, insert, literal, select, update
@@ -17,8 +15,6 @@ from sqlalchemy.sql.dml import Insert
 
 from quipu import times
 from quipu.errors import InvalidField, NotFound, UnknownGraph, WriteRefused
-from quipu.rdfio.formats import input_format
-from quipu.rdfio.parse import Statement, parse_document
 from quipu.store import values
 from quipu.store.database import Database, WriteContext
 from quipu.store.schema import (
@@ -32,11 +28,11 @@ from quipu.store.schema import (
     transactions,
 )
 from quipu.store.stage import Row, fact_stage, fill
+from quipu.store.statements import Statement, StatementBatch, gc_paused
 from quipu.store.views import visible
 
 RDF_TYPE = values.RDF + "type"
 _BULK_ROWS = 10_000  # batches above this size may take the empty-graph fast path
-_LARGE_DOCUMENT = 1 << 20  # bytes; larger documents are parsed with the cyclic GC paused
 
 # progress(phase, done, total): coarse reports for long ingests (the CLI draws a bar).
 Progress = Callable[[str, int, int], None]
@@ -298,75 +294,47 @@ def _live_values(conn: Connection, g: int, e: int, a: int | None = None) -> list
 # -- public write operations ---------------------------------------------------------------
 
 
-@contextmanager
-def _gc_paused(active: bool) -> Iterator[None]:
-    """Pause the cyclic GC while building millions of acyclic tuples (it rescans them all)."""
-    if not active or not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-
-
-def knot(
+def assert_statements(
     db: Database,
-    data: bytes | str,
+    batch: StatementBatch,
     *,
-    format: str = "turtle",
-    timestamp: str | None = None,
-    valid_from: str | None = None,
+    timestamp: str,
+    valid_from: str,
     actor: str | None = None,
     source: str | None = None,
     graph: str | None = None,
-    blank_node_scope: str | None = None,
-    base_iri: str | None = None,
     progress: Progress | None = None,
 ) -> KnotResult:
-    """Assert an RDF document (append mode). Named graphs in N-Quads/TriG must be registered.
+    """Assert a parsed batch in append mode: one transaction per destination graph (DM §3.6),
+    ROOT first then ascending graph id, all inside one database transaction.
 
-    Checks run before anything is written: format, ``valid_from``, syntax and literals, then
-    (inside the transaction, before interning) every destination graph.
+    ``timestamp`` and ``valid_from`` arrive normalised. Destination graphs are checked before
+    anything is interned; named graphs the batch mentions itself must be registered too.
     """
-    fmt = input_format(format)
-    stored_from = times.normalise_valid_from(valid_from) if valid_from is not None else None
-    ts = times.normalise_timestamp(timestamp)
-    stored_from = stored_from or ts
-    raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
-    target_iri = graph if graph not in (None, "") else ROOT_IRI
-    assert target_iri is not None
-    large = len(raw) > _LARGE_DOCUMENT
-    with _gc_paused(large):
-        doc = parse_document(
-            raw, fmt, graph_iri=target_iri, blank_node_scope=blank_node_scope, base_iri=base_iri
-        )
     src = derived_source(source, actor, "knot")
     report = progress or _silent
-    report("parsed statements", len(doc.statements), len(doc.statements))
     with db.write() as ctx:
         target = resolve_target_graph(db, ctx, graph)
         graph_of: dict[str | None, int] = {None: target}
-        for name in sorted(doc.graphs):
+        for name in sorted(batch.graphs):
             graph_of[name] = resolve_target_graph(db, ctx, name)
-        ids = db.terms.intern(ctx, doc.iris)
+        ids = db.terms.intern(ctx, batch.iris)
         report("interned terms", len(ids), len(ids))
-        with _gc_paused(large):
-            plan = _rows(doc.statements, ids, graph_of)
+        with gc_paused(len(batch.statements) > _BULK_ROWS):
+            plan = _rows(batch.statements, ids, graph_of)
         total = sum(len(b) for b in plan.by_graph.values())
         done = 0
         order = sorted(set(plan.by_graph) | {target})  # ROOT (0) first, then ascending ids
         tx_ids: list[int] = []
         claims = 0
         for gid in order:
-            tx = open_transaction(ctx, timestamp=ts, actor=actor, source=src, graph=gid)
+            tx = open_transaction(ctx, timestamp=timestamp, actor=actor, source=src, graph=gid)
             tx_ids.append(tx.id)
-            batch = list(plan.by_graph.get(gid, {}).values())
-            claims += assert_rows(db, ctx, tx, batch, stored_from)
-            done += len(batch)
+            rows = list(plan.by_graph.get(gid, {}).values())
+            claims += assert_rows(db, ctx, tx, rows, valid_from)
+            done += len(rows)
             report("written statements", done, total)
-    return KnotResult(tx_ids[order.index(target)], total, stored_from, claims, tuple(tx_ids))
+    return KnotResult(tx_ids[order.index(target)], total, valid_from, claims, tuple(tx_ids))
 
 
 def _entity_id(db: Database, ctx: WriteContext, iri: str, field: str = "entity") -> int:

@@ -1,0 +1,55 @@
+"""``knot``: parse an RDF document and assert it, with every check before the first write."""
+
+from __future__ import annotations
+
+from quipu import times
+from quipu.rdfio.formats import input_format
+from quipu.rdfio.parse import parse_document
+from quipu.store.database import Database
+from quipu.store.schema import ROOT_IRI
+from quipu.store.statements import gc_paused
+from quipu.store.writes import KnotResult, Progress, assert_statements
+
+_LARGE_DOCUMENT = 1 << 20  # bytes; larger documents are parsed with the cyclic GC paused
+
+
+def knot(
+    db: Database,
+    data: bytes | str,
+    *,
+    format: str = "turtle",
+    timestamp: str | None = None,
+    valid_from: str | None = None,
+    actor: str | None = None,
+    source: str | None = None,
+    graph: str | None = None,
+    blank_node_scope: str | None = None,
+    base_iri: str | None = None,
+    progress: Progress | None = None,
+) -> KnotResult:
+    """Assert an RDF document (append mode) in one atomic write.
+
+    Order of refusals: unknown format, malformed ``valid_from``, syntax and literal errors, then
+    (inside the write, before any term is interned) unknown or unwritable graphs.
+    """
+    fmt = input_format(format)
+    stored_from = times.normalise_valid_from(valid_from) if valid_from is not None else None
+    ts = times.normalise_timestamp(timestamp)
+    raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+    target_iri = graph if graph else ROOT_IRI
+    with gc_paused(len(raw) > _LARGE_DOCUMENT):
+        batch = parse_document(
+            raw, fmt, graph_iri=target_iri, blank_node_scope=blank_node_scope, base_iri=base_iri
+        )
+    if progress is not None:
+        progress("parsed statements", len(batch.statements), len(batch.statements))
+    return assert_statements(
+        db,
+        batch,
+        timestamp=ts,
+        valid_from=stored_from or ts,
+        actor=actor,
+        source=source,
+        graph=graph,
+        progress=progress,
+    )

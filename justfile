@@ -1,26 +1,28 @@
 # Recipes run inside the project's uv environment (`./dev RECIPE` bootstraps uv first).
+# `./dev` passes the uv it found (a binary on PATH, or `python3 -m uv`) in QUIPU_UV.
+uv := env_var_or_default("QUIPU_UV", "uv")
 
 default: check test
 
 # Start the HTTP service on ./quipu.db (pass --db, --port, ... to override)
 serve *args:
-    uv run quipu-server {{args}}
+    {{uv}} run quipu-server {{args}}
 
 # The whole test suite
 test *args:
-    uv run pytest {{args}}
+    {{uv}} run pytest {{args}}
 
 # Lint, format check and type check
 check:
-    uv run ruff check .
-    uv run ruff format --check .
-    uv run mypy
+    {{uv}} run ruff check .
+    {{uv}} run ruff format --check .
+    {{uv}} run mypy
 
 # Format the code
 fmt:
-    uv run ruff format .
-    uv run ruff check --fix .
+    {{uv}} run ruff format .
+    {{uv}} run ruff check --fix .
 
 # Benchmarks: `just bench ingest [--large]` prints quipu against its named peers
 bench name *args:
-    uv run python -m bench.{{name}} {{args}}
+    {{uv}} run python -m bench.{{name}} {{args}}

@@ -90,6 +90,7 @@ class Database:
             self.dialect.configure(self.reader, write=False)
         self.terms = TermDictionary()
         self.upgrade()
+        self.dialect.start(None if memory else make_url(url).database)
 
     # -- schema -----------------------------------------------------------------------------
 
@@ -127,6 +128,7 @@ class Database:
                 forget_temp_tables(conn)
                 raise
             self.terms.remember(ctx.pending_terms)
+        self.dialect.after_commit()
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
@@ -146,6 +148,7 @@ class Database:
         return int(value or 0)
 
     def close(self) -> None:
+        self.dialect.stop()
         self.writer.dispose()
         if self.reader is not self.writer:
             self.reader.dispose()

@@ -6,6 +6,8 @@ connection set-up, how a write transaction starts, and insert-or-ignore.
 
 from __future__ import annotations
 
+import sqlite3
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -54,6 +56,15 @@ class Dialect:
     def begin_read(self, conn: Connection) -> None:
         """Run first inside every read snapshot."""
 
+    def start(self, database: str | None) -> None:
+        """Start any background upkeep for an open store (``database``: its file, if any)."""
+
+    def after_commit(self) -> None:
+        """Called after every committed write."""
+
+    def stop(self) -> None:
+        """Stop background upkeep; the store is closing."""
+
     def insert_ignore(self, table: Table) -> Insert:
         raise NotImplementedError
 
@@ -76,6 +87,7 @@ class SqliteDialect(Dialect):
 
     def __init__(self, tuning: SqliteTuning, *, memory: bool = False) -> None:
         super().__init__()
+        self.checkpointer: WalCheckpointer | None = None
         self.tuning = tuning
         self.memory = memory
 
@@ -98,12 +110,29 @@ class SqliteDialect(Dialect):
             cur.execute(f"PRAGMA cache_size=-{int(tuning.cache_mb) * 1024}")
             cur.execute("PRAGMA temp_store=MEMORY")
             cur.execute("PRAGMA foreign_keys=OFF")
+            if write and not memory:
+                # The writer never checkpoints inside a commit; WalCheckpointer does it aside.
+                cur.execute("PRAGMA wal_autocheckpoint=0")
             if not write and not memory:
                 cur.execute("PRAGMA query_only=ON")
             cur.close()
 
     def begin_write(self, conn: Connection) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+    def start(self, database: str | None) -> None:
+        if database is not None and not self.memory:
+            self.checkpointer = WalCheckpointer(database, self.tuning.busy_timeout_ms)
+            self.checkpointer.start()
+
+    def after_commit(self) -> None:
+        if self.checkpointer is not None:
+            self.checkpointer.committed()
+
+    def stop(self) -> None:
+        if self.checkpointer is not None:
+            self.checkpointer.stop()
+            self.checkpointer = None
 
     def begin_read(self, conn: Connection) -> None:
         conn.exec_driver_sql("BEGIN")
@@ -156,3 +185,62 @@ class Prepared:
         args: Any = tuple(merged[n] for n in self.names) if self.names is not None else merged
         cursor.execute(self.sql, args)
         return cursor
+
+
+class WalCheckpointer:
+    """Copies the WAL back into the database file from a thread of its own.
+
+    With automatic checkpoints, every thousandth page or so a commit also runs a checkpoint and
+    its fsync, which made the 99th-percentile small write ten times slower than the median. The
+    writer runs with ``wal_autocheckpoint=0`` and this thread checkpoints (PASSIVE: it never
+    blocks the writer or readers) every ``every`` commits or ``interval`` seconds.
+    """
+
+    def __init__(self, path: str, busy_timeout_ms: int, every: int = 256, interval: float = 1.0) -> None:
+        self.path = path
+        self.busy_timeout_ms = busy_timeout_ms
+        self.every = every
+        self.interval = interval
+        self._commits = 0
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="quipu-wal-checkpoint", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def committed(self) -> None:
+        self._commits += 1
+        if self._commits >= self.every:
+            self._commits = 0
+            self._wake.set()
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        conn.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_ms)}")
+        return conn
+
+    def _run(self) -> None:
+        conn = self._connect()
+        try:
+            while not self._stopping.is_set():
+                self._wake.wait(self.interval)
+                self._wake.clear()
+                try:
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                except sqlite3.Error:  # busy or locked: the next round retries
+                    continue
+        finally:
+            conn.close()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._wake.set()
+        self._thread.join()
+        conn = self._connect()
+        try:  # leave a small WAL behind; another process may still hold it open
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        except sqlite3.Error:
+            pass
+        finally:
+            conn.close()

@@ -163,7 +163,9 @@ class KnowledgeBase:
     def cord(
         self, *, type: str | None = None, predicate: str | None = None, limit: int = 100
     ) -> dict[str, Any]:
-        return reads.cord(self.db, type=type, predicate=predicate, limit=limit)
+        return reads.cord(
+            self.db, type=type, predicate=predicate, limit=limit, max_rows=self.max_sparql_rows or 10_000
+        )
 
     def unravel(self, *, tx: int | None = None, valid_at: str | None = None) -> dict[str, Any]:
         return reads.unravel(self.db, tx=tx, valid_at=valid_at)

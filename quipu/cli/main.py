@@ -1,15 +1,17 @@
 """The ``quipu`` command: write, read and inspect a store from the shell.
 
 stdout carries only results (JSON, RDF or a table), so the command works in pipes; progress
-and errors go to stderr.
+and errors go to stderr, and a refused command exits with status 2 having written nothing.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -17,8 +19,11 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
-from quipu.config import Settings, load_settings
+from quipu.config import load_settings
 from quipu.errors import InvalidField, QuipuError
+
+if TYPE_CHECKING:
+    from quipu.api import KnowledgeBase
 
 app = typer.Typer(
     name="quipu",
@@ -37,40 +42,74 @@ ConfigOption = Annotated[str | None, typer.Option("--config", help="TOML file wi
 LARGE_INPUT = 4 * 1024 * 1024  # bytes; larger ingests show a progress bar
 
 
-def _fail(exc: QuipuError) -> NoReturn:
-    # Plain text: a message may quote user input, which must never be read as Rich markup,
-    # and scripts read it whole, so no wrapping either.
-    sys.stderr.write(f"error: {exc.message}\n")
-    raise typer.Exit(2 if exc.status < 500 else 1)
+@contextmanager
+def _refusals() -> Iterator[None]:
+    """Turn quipu's errors into one plain line on stderr and exit status 2 (1 for 5xx)."""
+    try:
+        yield
+    except QuipuError as exc:
+        # Plain text: a message may quote user input, which must never be read as Rich markup,
+        # and scripts read it whole, so no wrapping either.
+        sys.stderr.write(f"error: {exc.message}\n")
+        raise typer.Exit(2 if exc.status < 500 else 1) from None
 
 
-def _settings(db: str | None, config: str | None) -> Settings:
-    return load_settings(config, store={"db": db})
-
-
-def _open(db: str | None, config: str | None) -> Any:
+@contextmanager
+def _store(db: str | None, config: str | None) -> Iterator[KnowledgeBase]:
+    """The configured store, open for the duration of one command."""
     import quipu
 
-    settings = _settings(db, config)
-    store = settings.store
-    return quipu.open(
-        store.db,
-        synchronous=store.synchronous,
-        cache_mb=store.cache_mb,
-        readers=store.readers,
-        max_sparql_rows=None,
-    )
+    with _refusals():
+        store = load_settings(config, store={"db": db}).store
+        kb = quipu.open(
+            store.db, synchronous=store.synchronous, cache_mb=store.cache_mb, readers=store.readers
+        )
+        try:
+            yield kb
+        finally:
+            kb.close()
 
 
 def _emit(data: Any) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
 
 
-def _run(fn: Any) -> None:
-    try:
-        fn()
-    except QuipuError as exc:
-        _fail(exc)
+def _value(text: str) -> Any:
+    """A JSON object when the text is one, else a bare string (DM §2.1)."""
+    if text.lstrip().startswith("{"):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InvalidField(f"value looks like JSON but does not parse: {exc}", field="value") from None
+    return text
+
+
+class _IngestProgress:
+    """A progress bar on stderr for large ingests; silent for small ones."""
+
+    def __init__(self, size: int) -> None:
+        self.progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TextColumn("{task.completed:,}/{task.total:,}"),
+            TimeElapsedColumn(),
+            console=err,
+            disable=size < LARGE_INPUT,
+        )
+        self.tasks: dict[str, Any] = {}
+
+    def __enter__(self) -> _IngestProgress:
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        task = self.tasks.get(phase)
+        if task is None:
+            task = self.tasks[phase] = self.progress.add_task(phase, total=total)
+        self.progress.update(task, completed=done, total=total)
 
 
 @app.command("knot")
@@ -78,7 +117,7 @@ def knot(
     file: Annotated[str, typer.Argument(help="RDF file to assert, or - for stdin")],
     format: Annotated[
         str | None,
-        typer.Option("--format", "-f", help="turtle|nt|nq|trig|jsonld|rdfxml (default: from suffix)"),
+        typer.Option("--format", "-f", help="turtle|nt|nq|trig|jsonld|rdfxml (default: from the suffix)"),
     ] = None,
     timestamp: Annotated[
         str | None, typer.Option("--timestamp", help="valid time of the facts (RFC 3339); default now")
@@ -96,67 +135,30 @@ def knot(
     """Assert the facts of an RDF document in one transaction."""
     from quipu.rdfio.formats import guess_input_format, input_format
 
-    def go() -> None:
+    with _refusals():  # check the input before the store file is created or opened
         fmt = input_format(format) if format else ("turtle" if file == "-" else guess_input_format(file))
         if file == "-":
             data = sys.stdin.buffer.read()
+        elif Path(file).is_file():
+            data = Path(file).read_bytes()
         else:
-            path = Path(file)
-            if not path.is_file():
-                raise InvalidField(f"input file not found: {file}", field="FILE")
-            data = path.read_bytes()
-        kb = _open(db, config)
-        try:
-            with _ingest_progress(len(data)) as report:
-                result = kb.knot(
-                    data, fmt, valid_from=timestamp, actor=actor, source=source, graph=graph, progress=report
-                )
-        finally:
-            kb.close()
-        _emit(
-            {
-                "tx_id": result.tx_id,
-                "count": result.count,
-                "claims": result.claims,
-                "valid_from": result.valid_from,
-                "tx_ids": list(result.tx_ids),
-            }
+            raise InvalidField(f"input file not found: {file}", field="FILE")
+    with _store(db, config) as kb, _IngestProgress(len(data)) as progress:
+        result = kb.knot(
+            data, fmt, valid_from=timestamp, actor=actor, source=source, graph=graph, progress=progress
         )
-
-    _run(go)
+    _emit(
+        {
+            "tx_id": result.tx_id,
+            "count": result.count,
+            "claims": result.claims,
+            "valid_from": result.valid_from,
+            "tx_ids": list(result.tx_ids),
+        }
+    )
 
 
 app.command("load", help="Alias of knot.")(knot)
-
-
-class _ingest_progress:  # noqa: N801 - used like a function
-    """A progress bar on stderr for large ingests; silent for small ones."""
-
-    def __init__(self, size: int) -> None:
-        self.enabled = size >= LARGE_INPUT
-        self.progress = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            TextColumn("{task.completed:,}/{task.total:,}"),
-            TimeElapsedColumn(),
-            console=err,
-            transient=False,
-            disable=not self.enabled,
-        )
-        self.tasks: dict[str, Any] = {}
-
-    def __enter__(self) -> Any:
-        self.progress.start()
-        return self.report
-
-    def __exit__(self, *exc: object) -> None:
-        self.progress.stop()
-
-    def report(self, phase: str, done: int, total: int) -> None:
-        task = self.tasks.get(phase)
-        if task is None:
-            task = self.tasks[phase] = self.progress.add_task(phase, total=total)
-        self.progress.update(task, completed=done, total=total)
 
 
 @app.command("read")
@@ -172,33 +174,28 @@ def read(
     """Run a SPARQL query, optionally at a past valid time and/or transaction."""
     from quipu.sparql.results import sparql_csv, sparql_json, term_text
 
-    def go() -> None:
+    with _refusals():
         if format not in ("table", "json", "csv"):
             raise InvalidField(f"unknown output format: {format!r} (try: table, json, csv)", field="format")
-        kb = _open(db, config)
-        try:
-            result = kb.query_result(sparql, valid_at=valid_at, as_of_tx=tx, graph=graph)
-        finally:
-            kb.close()
-        if result.graph is not None:
-            lines = sorted(result.graph.serialize(format="nt").splitlines())
-            sys.stdout.write("".join(line + "\n" for line in lines if line.strip()))
-        elif format == "json":
-            _emit(sparql_json(result))
-        elif format == "csv":
-            sys.stdout.write(sparql_csv(result))
-        elif result.form == "ASK":
-            sys.stdout.write(("true" if result.boolean else "false") + "\n")
-        else:
-            table = Table(show_lines=False)
-            for name in result.variables:
-                table.add_column(Text(name))
-            for row in result.rows:
-                table.add_row(*(Text(term_text(row.get(v))) for v in result.variables))
-            Console(soft_wrap=True).print(table)
-            err.print(f"{len(result.rows)} row(s)")
-
-    _run(go)
+    with _store(db, config) as kb:
+        result = kb.query_result(sparql, valid_at=valid_at, as_of_tx=tx, graph=graph)
+    if result.graph is not None:
+        lines = sorted(line for line in result.graph.serialize(format="nt").splitlines() if line.strip())
+        sys.stdout.write("".join(line + "\n" for line in lines))
+    elif format == "json":
+        _emit(sparql_json(result))
+    elif format == "csv":
+        sys.stdout.write(sparql_csv(result))
+    elif result.form == "ASK":
+        sys.stdout.write(("true" if result.boolean else "false") + "\n")
+    else:
+        table = Table(show_lines=False)
+        for name in result.variables:
+            table.add_column(Text(name))
+        for row in result.rows:  # Text(): values are data, never Rich markup
+            table.add_row(*(Text(term_text(row.get(v))) for v in result.variables))
+        Console(soft_wrap=True).print(table)
+        err.print(f"{len(result.rows)} row(s)")
 
 
 app.command("query", help="Alias of read.")(read)
@@ -220,23 +217,10 @@ def retract(
     config: ConfigOption = None,
 ) -> None:
     """Retract ROOT statements about an entity (closes valid time; nothing is deleted)."""
-
-    def go() -> None:
-        kb = _open(db, config)
-        try:
-            r = kb.retract(
-                iri,
-                predicate,
-                _value(value) if value is not None else None,
-                timestamp=timestamp,
-                actor=actor,
-                allow_orphan=allow_orphan,
-            )
-        finally:
-            kb.close()
-        _emit({"tx_id": r.tx_id, "retracted": r.retracted, "entity": r.entity})
-
-    _run(go)
+    with _store(db, config) as kb:
+        wanted = _value(value) if value is not None else None
+        r = kb.retract(iri, predicate, wanted, timestamp=timestamp, actor=actor, allow_orphan=allow_orphan)
+    _emit({"tx_id": r.tx_id, "retracted": r.retracted, "entity": r.entity})
 
 
 @app.command("set")
@@ -250,34 +234,17 @@ def set_(
     config: ConfigOption = None,
 ) -> None:
     """Make VALUE the only current value of (IRI, PREDICATE)."""
-
-    def go() -> None:
-        kb = _open(db, config)
-        try:
-            r = kb.set(iri, predicate, _value(value), timestamp=timestamp, actor=actor)
-        finally:
-            kb.close()
-        _emit(
-            {
-                "tx_id": r.tx_id,
-                "retracted": r.retracted,
-                "asserted": r.asserted,
-                "entity": r.entity,
-                "predicate": r.predicate,
-            }
-        )
-
-    _run(go)
-
-
-def _value(text: str) -> Any:
-    """A JSON object when the text is one, else a bare string (DM §2.1)."""
-    if text.lstrip().startswith("{"):
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InvalidField(f"value looks like JSON but does not parse: {exc}", field="value") from None
-    return text
+    with _store(db, config) as kb:
+        r = kb.set(iri, predicate, _value(value), timestamp=timestamp, actor=actor)
+    _emit(
+        {
+            "tx_id": r.tx_id,
+            "retracted": r.retracted,
+            "asserted": r.asserted,
+            "entity": r.entity,
+            "predicate": r.predicate,
+        }
+    )
 
 
 @app.command("export")
@@ -288,15 +255,9 @@ def export(
     config: ConfigOption = None,
 ) -> None:
     """Print the current statements as deterministic N-Triples or Turtle."""
-
-    def go() -> None:
-        kb = _open(db, config)
-        try:
-            sys.stdout.write(kb.export(format, graph=graph))
-        finally:
-            kb.close()
-
-    _run(go)
+    with _store(db, config) as kb:
+        text = kb.export(format, graph=graph)
+    sys.stdout.write(text)
 
 
 @app.command("unravel")
@@ -307,29 +268,15 @@ def unravel(
     config: ConfigOption = None,
 ) -> None:
     """List the ROOT claims visible at a transaction and/or valid instant."""
-
-    def go() -> None:
-        kb = _open(db, config)
-        try:
-            _emit(kb.unravel(tx=tx, valid_at=valid_at))
-        finally:
-            kb.close()
-
-    _run(go)
+    with _store(db, config) as kb:
+        _emit(kb.unravel(tx=tx, valid_at=valid_at))
 
 
 @app.command("stats")
 def stats(db: DbOption = None, config: ConfigOption = None) -> None:
     """Counts of ROOT's current facts, entities and predicates."""
-
-    def go() -> None:
-        kb = _open(db, config)
-        try:
-            _emit(kb.stats())
-        finally:
-            kb.close()
-
-    _run(go)
+    with _store(db, config) as kb:
+        _emit(kb.stats())
 
 
 @app.command("cord")
@@ -342,12 +289,5 @@ def cord(
     config: ConfigOption = None,
 ) -> None:
     """List ROOT entities with their current statements."""
-
-    def go() -> None:
-        kb = _open(db, config)
-        try:
-            _emit(kb.cord(type=type, limit=limit))
-        finally:
-            kb.close()
-
-    _run(go)
+    with _store(db, config) as kb:
+        _emit(kb.cord(type=type, limit=limit))

@@ -19,6 +19,8 @@ from sqlalchemy.engine.interfaces import Dialect as SADialect
 from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.elements import ClauseElement
 
+from quipu.errors import ConfigError
+
 _DEFER_INDEXES_MIN = 50_000  # rows; below this, dropping and rebuilding indexes costs more
 
 
@@ -27,6 +29,15 @@ class SqliteTuning:
     synchronous: str = "NORMAL"
     cache_mb: int = 256
     busy_timeout_ms: int = 30_000
+
+    def __post_init__(self) -> None:
+        # These values are spliced into PRAGMA statements, so only known spellings pass.
+        if self.synchronous.upper() not in ("OFF", "NORMAL", "FULL", "EXTRA"):
+            raise ConfigError(f"synchronous must be OFF, NORMAL, FULL or EXTRA, not {self.synchronous!r}")
+        if not isinstance(self.cache_mb, int) or self.cache_mb < 1:
+            raise ConfigError(f"cache_mb must be a positive integer, not {self.cache_mb!r}")
+        if not isinstance(self.busy_timeout_ms, int) or self.busy_timeout_ms < 0:
+            raise ConfigError(f"busy_timeout_ms must be an integer >= 0, not {self.busy_timeout_ms!r}")
 
 
 class Dialect:

@@ -8,7 +8,7 @@ retraction closes claims (``valid_to``, ``retracted_tx``) and appends a retracti
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from sqlalchemy import ColumnElement, Connection, Text, bindparam, exists, insert, literal, select, update
 from sqlalchemy.sql.dml import Insert
@@ -27,7 +27,7 @@ from quipu.store.schema import (
     graphs,
     transactions,
 )
-from quipu.store.stage import Row, fact_stage, fill
+from quipu.store.stage import ROW_COLUMNS, Row, fact_stage, fill
 from quipu.store.statements import Statement, StatementBatch, gc_paused
 from quipu.store.views import visible
 
@@ -56,10 +56,7 @@ class KnotResult:
     count: int
     valid_from: str
     claims: int  # claim rows written (new statements plus new ownership claims)
-    tx_ids: tuple[int, ...] = ()
-    conforms: bool = True
-    snapshot: str | None = None
-    replaced: bool = False
+    tx_ids: tuple[int, ...] = ()  # one per destination graph, ROOT first
 
 
 @dataclass(frozen=True)
@@ -78,11 +75,8 @@ class SetResult:
     predicate: str
 
 
-@dataclass
-class _Plan:
-    """Statements grouped by destination graph id."""
-
-    by_graph: dict[int, dict[tuple[int, int, bytes], Row]] = field(default_factory=dict)
+# Statements grouped by destination graph id, deduplicated by (e, a, v).
+_Plan = dict[int, dict[tuple[int, int, bytes], Row]]
 
 
 def derived_source(source: str | None, actor: str | None, verb: str) -> str:
@@ -143,13 +137,13 @@ def resolve_target_graph(db: Database, ctx: WriteContext, iri: str | None) -> in
 
 
 def _rows(statements: Sequence[Statement], ids: dict[str, int], graph_of: dict[str | None, int]) -> _Plan:
-    plan = _Plan()
+    plan: _Plan = {}
     digest, ref, numeric = values.digest, values.ref, values.numeric
     ref_digests: dict[int, tuple[bytes, bytes]] = {}
     for gname, s, p, o in statements:
-        bucket = plan.by_graph.get(graph_of[gname])
+        bucket = plan.get(graph_of[gname])
         if bucket is None:
-            bucket = plan.by_graph[graph_of[gname]] = {}
+            bucket = plan[graph_of[gname]] = {}
         e, a = ids[s], ids[p]
         if type(o) is str:
             oid = ids[o]
@@ -162,12 +156,11 @@ def _rows(statements: Sequence[Statement], ids: dict[str, int], graph_of: dict[s
             assert isinstance(o, bytes)
             key = (e, a, o)
             if key not in bucket:
-                bucket[key] = (e, a, o, digest(o), None, numeric(o) if o[0] in (2, 3, 7) else None)
+                bucket[key] = (e, a, o, digest(o), None, numeric(o))
     return plan
 
 
-_ROW_COLUMNS = ("e", "a", "v", "vh", "v_ref", "v_num")
-_CLAIM_COLUMNS = (*_ROW_COLUMNS, "g", "tx", "valid_from", "op")
+_CLAIM_COLUMNS = (*ROW_COLUMNS, "g", "tx", "valid_from", "op")
 _ID_CHUNK = 500
 
 
@@ -206,7 +199,7 @@ _INSERT_UNOWNED = _insert_unowned()
 _GRAPH_HAS_ROWS = select(facts.c.id).where(facts.c.g == bindparam("g")).limit(1)
 
 
-def assert_rows(db: Database, ctx: WriteContext, tx: TxInfo, rows: Sequence[Row], valid_from: str) -> int:
+def assert_rows(ctx: WriteContext, tx: TxInfo, rows: Sequence[Row], valid_from: str) -> int:
     """Write claims for ``rows`` (deduplicated statements) into ``tx.graph`` (DM §5.2).
 
     A statement with a live claim of this transaction's source is skipped (idempotent); one live
@@ -277,7 +270,7 @@ def close_claims(
         ctx.dialect.insert_tuples(
             ctx.conn,
             facts,
-            (*_ROW_COLUMNS, "g", "tx", "valid_to", "retracted_tx", "op", "valid_from"),
+            (*ROW_COLUMNS, "g", "tx", "valid_to", "retracted_tx", "op", "valid_from"),
             [r + tail + (vf,) for r, vf in earliest.values()],
         )
     return len(earliest)
@@ -322,16 +315,16 @@ def assert_statements(
         report("interned terms", len(ids), len(ids))
         with gc_paused(len(batch.statements) > _BULK_ROWS):
             plan = _rows(batch.statements, ids, graph_of)
-        total = sum(len(b) for b in plan.by_graph.values())
+        total = sum(len(b) for b in plan.values())
         done = 0
-        order = sorted(set(plan.by_graph) | {target})  # ROOT (0) first, then ascending ids
+        order = sorted(set(plan) | {target})  # ROOT (0) first, then ascending ids
         tx_ids: list[int] = []
         claims = 0
         for gid in order:
             tx = open_transaction(ctx, timestamp=timestamp, actor=actor, source=src, graph=gid)
             tx_ids.append(tx.id)
-            rows = list(plan.by_graph.get(gid, {}).values())
-            claims += assert_rows(db, ctx, tx, rows, valid_from)
+            rows = list(plan.get(gid, {}).values())
+            claims += assert_rows(ctx, tx, rows, valid_from)
             done += len(rows)
             report("written statements", done, total)
     return KnotResult(tx_ids[order.index(target)], total, valid_from, claims, tuple(tx_ids))
@@ -467,7 +460,7 @@ def set_value(
         if v not in current:
             oid = values.ref_id(v)
             row: Row = (e, a, v, values.digest(v), oid, values.numeric(v))
-            asserted = 1 if assert_rows(db, ctx, tx, [row], ts) else 0
+            asserted = 1 if assert_rows(ctx, tx, [row], ts) else 0
     return SetResult(tx.id, retracted, asserted, entity, predicate)
 
 

@@ -148,6 +148,8 @@ class Database:
         return int(value or 0)
 
     def close(self) -> None:
+        with self._write_lock, self.writer.connect() as conn:
+            self.dialect.before_close(conn)
         self.dialect.stop()
         self.writer.dispose()
         if self.reader is not self.writer:

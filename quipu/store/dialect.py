@@ -76,6 +76,9 @@ class Dialect:
     def stop(self) -> None:
         """Stop background upkeep; the store is closing."""
 
+    def before_close(self, conn: Connection) -> None:
+        """Last upkeep on the writer connection before the store closes."""
+
     def insert_ignore(self, table: Table) -> Insert:
         raise NotImplementedError
 
@@ -145,6 +148,11 @@ class SqliteDialect(Dialect):
             self.checkpointer.stop()
             self.checkpointer = None
 
+    def before_close(self, conn: Connection) -> None:
+        # SQLite's advice for long-lived connections: refresh planner statistics where useful.
+        conn.exec_driver_sql("PRAGMA analysis_limit=1000")
+        conn.exec_driver_sql("PRAGMA optimize")
+
     def begin_read(self, conn: Connection) -> None:
         conn.exec_driver_sql("BEGIN")
 
@@ -165,6 +173,9 @@ class SqliteDialect(Dialect):
         yield
         for index in table.indexes:
             index.create(conn)
+        # Fresh statistics for the planner; a sampled ANALYZE costs milliseconds, not seconds.
+        conn.exec_driver_sql("PRAGMA analysis_limit=1000")
+        conn.exec_driver_sql(f"ANALYZE {table.name}")
 
     def insert_tuples(
         self, conn: Connection, table: Table, columns: Sequence[str], rows: Sequence[tuple[Any, ...]]

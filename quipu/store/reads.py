@@ -1,5 +1,5 @@
-"""Read services over a ``TemporalView``: export, cord, unravel, entity, history, transactions,
-stats. Each runs inside one read snapshot.
+"""Read services over a ``TemporalView``: cord, unravel, entity, history, transactions, stats,
+and the statement rows other readers (export, the rdflib view) build on. One snapshot each.
 """
 
 from __future__ import annotations

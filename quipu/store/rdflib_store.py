@@ -48,7 +48,6 @@ class QuipuView(Store):
         self.view = view
         self._named: frozenset[int] | None = None if named_graphs is None else frozenset(named_graphs)
         self._terms: dict[int, Node] = {}
-        self._graph_iris: dict[int, str] = {}
         self._ns: dict[str, URIRef] = {}
 
     # -- scope -----------------------------------------------------------------------------

@@ -47,6 +47,7 @@ class KnowledgeBase:
         source: str | None = None,
         graph: str | None = None,
         blank_node_scope: str | None = None,
+        base_iri: str | None = None,
         progress: writes.Progress | None = None,
     ) -> writes.KnotResult:
         """Assert an RDF document in one transaction (per destination graph)."""
@@ -60,6 +61,7 @@ class KnowledgeBase:
             source=source,
             graph=graph,
             blank_node_scope=blank_node_scope,
+            base_iri=base_iri,
             progress=progress,
         )
 
@@ -133,9 +135,10 @@ class KnowledgeBase:
         as_of_tx: int | None = None,
         *,
         graph: str | None = None,
+        base: str | None = None,
     ) -> list[dict[str, Node]] | bool | Graph:
         """SELECT → rows (dicts of rdflib terms), ASK → bool, CONSTRUCT/DESCRIBE → a Graph."""
-        result = self.query_result(sparql, valid_at=valid_at, as_of_tx=as_of_tx, graph=graph)
+        result = self.query_result(sparql, valid_at=valid_at, as_of_tx=as_of_tx, graph=graph, base=base)
         if result.form == "SELECT":
             return result.rows
         if result.form == "ASK":
@@ -150,10 +153,20 @@ class KnowledgeBase:
         valid_at: str | None = None,
         as_of_tx: int | None = None,
         graph: str | None = None,
+        base: str | None = None,
     ) -> QueryResult:
-        """The full result: variables, truncation flag and form, as well as the rows."""
+        """The full result: variables, truncation flag and form, as well as the rows.
+
+        ``base`` resolves relative IRIs in the query text.
+        """
         return run_query(
-            self.db, sparql, valid_at=valid_at, as_of_tx=as_of_tx, graph=graph, max_rows=self.max_sparql_rows
+            self.db,
+            sparql,
+            valid_at=valid_at,
+            as_of_tx=as_of_tx,
+            graph=graph,
+            max_rows=self.max_sparql_rows,
+            base=base,
         )
 
     def export(self, format: str = "ntriples", *, graph: str | None = None) -> str:

@@ -42,10 +42,10 @@ class QueryResult:
 
 
 @lru_cache(maxsize=512)
-def prepare(text: str) -> Query:
-    """Parse and translate once per distinct query text (parsing alone costs 1-5 ms)."""
+def prepare(text: str, base: str | None = None) -> Query:
+    """Parse and translate once per distinct query text and base (parsing costs 1-5 ms)."""
     try:
-        query = prepareQuery(text)
+        query = prepareQuery(text, base=base)
     except ParseException as exc:
         raise QueryError(f"SPARQL parse error: {exc}", reason="sparql_parse_error") from None
     except Exception as exc:  # rdflib raises bare Exceptions for some translation failures
@@ -112,11 +112,12 @@ def run_query(
     graph: str | None = None,
     max_rows: int | None = None,
     init_bindings: dict[str, Node] | None = None,
+    base: str | None = None,
 ) -> QueryResult:
     """Evaluate ``text`` at the read point; results are fully materialised in one snapshot."""
     if not isinstance(text, str) or not text.strip():
         raise QueryError("missing 'query' parameter", reason="missing_field")
-    query = prepare(text)
+    query = prepare(text, base)
     main = query.algebra
     view = TemporalView.at(as_of_tx=as_of_tx, valid_at=valid_at)
     with db.read() as conn:

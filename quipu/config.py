@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import tomllib
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
 
@@ -18,6 +19,8 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from quipu.errors import ConfigError
 
 DEFAULT_CONFIG_FILE = "quipu.toml"
+# The --config flag for the Settings being built right now (sources are classmethods).
+_config_file: ContextVar[str | None] = ContextVar("quipu_config_file", default=None)
 
 
 class StoreSettings(BaseModel):
@@ -67,7 +70,7 @@ class _TomlSource(PydanticBaseSettingsSource):
         return None, field_name, False
 
     def __call__(self) -> dict[str, Any]:
-        explicit = os.environ.get("QUIPU_CONFIG")
+        explicit = _config_file.get() or os.environ.get("QUIPU_CONFIG")
         path = Path(explicit) if explicit else Path(DEFAULT_CONFIG_FILE)
         if not path.exists():
             if explicit:
@@ -91,10 +94,11 @@ def _strip_none(value: Any) -> Any:
 
 def load_settings(config_file: str | None = None, **overrides: Any) -> Settings:
     """Build the settings; ``overrides`` are CLI flags as nested dicts (None means unset)."""
-    if config_file is not None:
-        os.environ["QUIPU_CONFIG"] = config_file
+    token = _config_file.set(config_file)
     try:
         return Settings(**_strip_none(overrides))
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors())
         raise ConfigError(f"invalid configuration: {problems}") from None
+    finally:
+        _config_file.reset(token)

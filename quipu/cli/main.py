@@ -20,7 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from quipu.config import load_settings
-from quipu.errors import InvalidField, QuipuError
+from quipu.errors import ConfigError, InvalidField, QuipuError
 
 if TYPE_CHECKING:
     from quipu.api import KnowledgeBase
@@ -51,7 +51,8 @@ def _refusals() -> Iterator[None]:
         # Plain text: a message may quote user input, which must never be read as Rich markup,
         # and scripts read it whole, so no wrapping either.
         sys.stderr.write(f"error: {exc.message}\n")
-        raise typer.Exit(2 if exc.status < 500 else 1) from None
+        usage = exc.status < 500 or isinstance(exc, ConfigError)  # the caller can fix these
+        raise typer.Exit(2 if usage else 1) from None
 
 
 @contextmanager

@@ -453,3 +453,19 @@ def test_environment_beats_quipu_toml(runs: Runs) -> None:
     _, _, both_dir = runs.notes["config_dirs"]
     assert runs["cfg_env_over_toml"].json() == {"facts": 1, "entities": 1, "predicates": 1}
     assert listing(both_dir) == ["quipu.toml"]
+
+
+def test_config_flag_names_the_toml_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("QUIPU_STORE__DB", raising=False)
+    (tmp_path / "other.toml").write_text('[quipu.store]\ndb = "from-flag.db"\n', encoding="utf-8")
+    run = invoke("stats", "--config", "other.toml")
+    assert run.code == 0, str(run)
+    assert json.loads(run.out) == {"facts": 0, "entities": 0, "predicates": 0}
+    assert (tmp_path / "from-flag.db").exists() and not (tmp_path / "quipu.db").exists()
+
+
+def test_missing_config_file_is_a_usage_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    refused(invoke("stats", "--config", "nope.toml"), "config file not found", "nope.toml")
+    assert list(tmp_path.iterdir()) == []

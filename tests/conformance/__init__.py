@@ -1,0 +1,1 @@
+"""Conformance suites read from outside the checkout (``../shared/conformance``), never copied in."""

@@ -27,11 +27,13 @@ class KnowledgeBase:
         cache_mb: int = 256,
         readers: int = 4,
         max_sparql_rows: int | None = None,
+        sparql_compiler: bool = True,
     ) -> None:
         self.db = Database(
             location, SqliteTuning(synchronous=synchronous, cache_mb=cache_mb), readers=readers
         )
         self.max_sparql_rows = max_sparql_rows
+        self.sparql_compiler = sparql_compiler  # False forces rdflib's evaluator (for comparison)
         self._stats = reads.StatsCache()
 
     # -- writes ------------------------------------------------------------------------------
@@ -167,6 +169,7 @@ class KnowledgeBase:
             graph=graph,
             max_rows=self.max_sparql_rows,
             base=base,
+            compiled=self.sparql_compiler,
         )
 
     def export(self, format: str = "ntriples", *, graph: str | None = None) -> str:

@@ -7,6 +7,7 @@ ROOT unless the request says otherwise.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -19,14 +20,19 @@ from rdflib.plugins.sparql.parserutils import CompValue
 from rdflib.plugins.sparql.processor import prepareQuery
 from rdflib.plugins.sparql.sparql import Query, QueryContext
 from rdflib.term import Node
+from sqlalchemy import Connection
 
 from quipu.errors import QueryError
+from quipu.sparql.compiler import TERM, Compiled, Unsupported, compile_query
+from quipu.store import values
 from quipu.store.database import Database
+from quipu.store.rdf_terms import TermMaker
 from quipu.store.rdflib_store import QuipuView, dataset
 from quipu.store.reads import resolve_graph
 from quipu.store.views import TemporalView
 
 _UNSUPPORTED = {"ServiceGraphPattern": "SERVICE"}
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -39,6 +45,7 @@ class QueryResult:
     boolean: bool | None = None
     graph: Graph | None = None
     truncated: bool = False
+    plan: str = "rdflib"  # "sql" when the whole query ran as one SQL statement
 
 
 @lru_cache(maxsize=512)
@@ -111,10 +118,14 @@ def run_query(
     as_of_tx: int | None = None,
     graph: str | None = None,
     max_rows: int | None = None,
-    init_bindings: dict[str, Node] | None = None,
     base: str | None = None,
+    compiled: bool = True,
 ) -> QueryResult:
-    """Evaluate ``text`` at the read point; results are fully materialised in one snapshot."""
+    """Evaluate ``text`` at the read point; results are fully materialised in one snapshot.
+
+    The query is compiled to one SQL statement when the compiler handles it (``compiled=False``
+    forces rdflib's evaluator, for comparison); ``QueryResult.plan`` says which path ran.
+    """
     if not isinstance(text, str) or not text.strip():
         raise QueryError("missing 'query' parameter", reason="missing_field")
     query = prepare(text, base)
@@ -122,13 +133,52 @@ def run_query(
     view = TemporalView.at(as_of_tx=as_of_tx, valid_at=valid_at)
     with db.read() as conn:
         default, named = _dataset_scope(db, conn, main.get("datasetClause"), graph)
-        store = QuipuView(db, conn, view.with_graphs(default), named)
-        ds = dataset(store)
-        bindings: dict[str, Any] = {Variable(k): v for k, v in (init_bindings or {}).items()}
-        ctx = QueryContext(ds, initBindings=bindings)
+        scoped = view.with_graphs(default)
+        if compiled:
+            try:
+                plan = compile_query(db, conn, main, scoped, max_rows=max_rows)
+            except Unsupported as why:
+                log.debug("SPARQL via rdflib: the compiler does not handle %s", why)
+            else:
+                log.debug("SPARQL via one SQL statement")
+                return _run_compiled(db, conn, plan, max_rows)
+        ds = dataset(QuipuView(db, conn, scoped, named))
+        ctx = QueryContext(ds, initBindings={})  # rdflib reads it even when empty
         ctx.prologue = query.prologue
         res = evalPart(ctx, main)
         return _materialise(main.name, res, max_rows)
+
+
+def _run_compiled(db: Database, conn: Connection, plan: Compiled, max_rows: int | None) -> QueryResult:
+    if plan.form == "ASK":
+        answer = plan.statement is not None and bool(conn.execute(plan.statement).scalar())
+        return QueryResult("ASK", boolean=answer, plan="sql")
+    rows: list[tuple[Any, ...]] = (
+        [] if plan.statement is None else [tuple(r) for r in conn.execute(plan.statement)]
+    )
+    truncated = max_rows is not None and len(rows) > max_rows
+    if truncated:
+        rows = rows[:max_rows]
+    kinds = [plan.kinds.get(name) for name in plan.variables]
+    make = TermMaker(db, conn)
+    ids: set[int] = set()
+    for row in rows:
+        for kind, cell in zip(kinds, row, strict=False):  # no variables: one placeholder column
+            if cell is None:
+                continue
+            if kind == TERM:
+                ids.add(cell)
+            elif (ref := values.ref_id(cell)) is not None:
+                ids.add(ref)
+    make.load(ids)
+    out: list[dict[str, Node]] = []
+    for row in rows:
+        solution: dict[str, Node] = {}
+        for name, kind, cell in zip(plan.variables, kinds, row, strict=False):
+            if cell is not None:
+                solution[name] = make.term(cell) if kind == TERM else make.value(bytes(cell))
+        out.append(solution)
+    return QueryResult("SELECT", variables=plan.variables, rows=out, truncated=truncated, plan="sql")
 
 
 def _materialise(name: str, res: Any, max_rows: int | None) -> QueryResult:

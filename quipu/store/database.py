@@ -72,19 +72,34 @@ class Database:
         self.memory = memory
         self.dialect: Dialect = SqliteDialect(tuning or SqliteTuning(), memory=memory)
         self._write_lock = threading.RLock()
+        # enable_from_linting=False: a SPARQL pattern with disjoint parts is a cross product on
+        # purpose, not a forgotten join condition.
         if memory:
             # One shared connection: a second one would see a different, empty database.
-            self.writer = create_engine(url, poolclass=StaticPool, connect_args={"check_same_thread": False})
+            self.writer = create_engine(
+                url,
+                poolclass=StaticPool,
+                connect_args={"check_same_thread": False},
+                enable_from_linting=False,
+            )
             self.dialect.configure(self.writer, write=False)
             self.reader = self.writer
         else:
             if not Path(make_url(url).database or "").parent.exists():
                 raise ConfigError(f"cannot create store {location!r}: its directory does not exist")
             self.writer = create_engine(
-                url, pool_size=1, max_overflow=0, connect_args={"check_same_thread": False}
+                url,
+                pool_size=1,
+                max_overflow=0,
+                connect_args={"check_same_thread": False},
+                enable_from_linting=False,
             )
             self.reader = create_engine(
-                url, pool_size=readers, max_overflow=readers, connect_args={"check_same_thread": False}
+                url,
+                pool_size=readers,
+                max_overflow=readers,
+                connect_args={"check_same_thread": False},
+                enable_from_linting=False,
             )
             self.dialect.configure(self.writer, write=True)
             self.dialect.configure(self.reader, write=False)

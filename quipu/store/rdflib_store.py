@@ -7,7 +7,6 @@ widened it); named graphs are the ones ``GRAPH`` may see. Every pattern becomes 
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -20,6 +19,7 @@ from sqlalchemy import Connection, func, select
 from quipu.errors import BadLiteral, Forbidden
 from quipu.store import values
 from quipu.store.database import Database
+from quipu.store.rdf_terms import TermMaker
 from quipu.store.reads import named_graph_ids, statement_ids, statement_rows
 from quipu.store.schema import facts
 from quipu.store.views import TemporalView
@@ -47,7 +47,7 @@ class QuipuView(Store):
         self.conn = conn
         self.view = view
         self._named: frozenset[int] | None = None if named_graphs is None else frozenset(named_graphs)
-        self._terms: dict[int, Node] = {}
+        self.make = TermMaker(db, conn)
         self._ns: dict[str, URIRef] = {}
 
     # -- scope -----------------------------------------------------------------------------
@@ -90,24 +90,8 @@ class QuipuView(Store):
         tid = self._lookup(term)
         return None if tid is None else values.ref(tid)
 
-    def _load_terms(self, ids: Iterable[int]) -> None:
-        missing = [i for i in ids if i not in self._terms]
-        if missing:
-            for tid, iri in self.db.terms.iris(self.conn, missing).items():
-                self._terms[tid] = BNode(iri[2:]) if iri.startswith("_:") else URIRef(iri)
-
     def decode(self, value: bytes) -> Node:
-        d = values.decode(value)
-        if d.kind == "ref":
-            self._load_terms((d.value,))
-            return self._terms[d.value]
-        if d.kind == "str":
-            return Literal(d.lexical)
-        if d.kind == "lang":
-            return Literal(d.lexical, lang=d.lang)
-        if d.kind == "bytes":
-            return Literal(base64.b64encode(d.value).decode("ascii"), datatype=URIRef(values.XSD_BASE64))
-        return Literal(d.lexical, datatype=URIRef(d.datatype or values.XSD_STRING), normalize=False)
+        return self.make.value(value)
 
     # -- the Store API ---------------------------------------------------------------------
 
@@ -132,10 +116,10 @@ class QuipuView(Store):
                 return
             where += [c.vh == values.digest(enc), c.v == enc]
         rows = statement_rows(self.conn, self.view.with_graphs(gids), where)
-        self._load_terms(statement_ids(rows))
-        terms = self._terms
+        make = self.make
+        make.load(statement_ids(rows))
         for e, a, v in rows:
-            yield (terms[e], terms[a], self.decode(v)), iter([context])
+            yield (make.term(e), make.term(a), make.value(v)), iter([context])
 
     def __len__(self, context: Graph | None = None) -> int:
         gids = self._scope_for(context)

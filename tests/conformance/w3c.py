@@ -223,6 +223,7 @@ class Outcome:
     rows: list[dict[str, Node]] = field(default_factory=list)
     boolean: bool | None = None
     graph: Graph | None = None
+    plan: str = ""  # for quipu: "sql" when the compiler answered, "rdflib" for the fallback
 
 
 @contextmanager
@@ -331,12 +332,17 @@ def graph_files(test: QueryTest) -> tuple[GraphFile, ...]:
 
 
 class QuipuEngine:
-    """A fresh in-memory quipu store per test; the query runs through ``kb.query_result``."""
+    """A fresh in-memory quipu store per test; the query runs through ``kb.query_result``.
 
-    name = "quipu"
+    ``compiled=False`` forces rdflib's evaluator over the store, for the fallback run.
+    """
+
+    def __init__(self, compiled: bool = True) -> None:
+        self.compiled = compiled
+        self.name = "quipu" if compiled else "quipu, compiler off"
 
     def run(self, test: QueryTest) -> Outcome:
-        kb = quipu.open(":memory:")
+        kb = quipu.open(":memory:", sparql_compiler=self.compiled)
         try:
             for location in test.data:
                 data = local_path(location).read_bytes()
@@ -346,7 +352,7 @@ class QuipuEngine:
                 data = local_path(graph.location).read_bytes()
                 kb.knot(data, rdf_formats(graph.location)[0], graph=graph.name, base_iri=graph.location)
             res = kb.query_result(test.query_text(), base=test.query)
-            return Outcome(res.form, tuple(res.variables), list(res.rows), res.boolean, res.graph)
+            return Outcome(res.form, tuple(res.variables), list(res.rows), res.boolean, res.graph, res.plan)
         finally:
             kb.close()
 
@@ -566,6 +572,7 @@ def compare(test: QueryTest, expected: Outcome, actual: Outcome) -> str | None:
 class Verdict:
     passed: bool
     detail: str = ""
+    plan: str = ""  # which quipu path answered (empty for other engines or on an error)
 
 
 def check(engine: Engine, test: QueryTest) -> Verdict:
@@ -576,4 +583,4 @@ def check(engine: Engine, test: QueryTest) -> Verdict:
     except Exception as exc:
         return Verdict(False, f"{engine.name} raised {type(exc).__name__}: {exc}")
     difference = compare(test, expected, actual)
-    return Verdict(difference is None, difference or "")
+    return Verdict(difference is None, difference or "", actual.plan)

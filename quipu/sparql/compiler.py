@@ -1,7 +1,7 @@
 """Compile SPARQL algebra to one SQL statement over a ``TemporalView``.
 
-First slice: SELECT and ASK over one basic graph pattern, with projection, DISTINCT/REDUCED,
-LIMIT and OFFSET. Anything else raises ``Unsupported`` and the engine evaluates the query with
+First slice: SELECT and ASK over a basic graph pattern (or a join of them), with projection,
+DISTINCT/REDUCED, LIMIT and OFFSET. Anything else raises ``Unsupported`` and the engine evaluates the query with
 rdflib over the Store view; the two must agree (the W3C suite and a differential test check it).
 
 How a BGP becomes SQL: each triple pattern is an alias of ``facts`` under the view's visibility
@@ -46,8 +46,8 @@ class Compiled:
     statement: Select[Any] | None = None
 
 
-def _unwrap(main: CompValue) -> tuple[str, CompValue, bool, int, int | None, list[str]]:
-    """(form, BGP, distinct, offset, limit, projected names) or Unsupported."""
+def _unwrap(main: CompValue) -> tuple[str, list[Any], bool, int, int | None, list[str]]:
+    """(form, triples, distinct, offset, limit, projected names) or Unsupported."""
     if main.name not in ("SelectQuery", "AskQuery"):
         raise Unsupported(main.name)
     node = main.p
@@ -61,11 +61,19 @@ def _unwrap(main: CompValue) -> tuple[str, CompValue, bool, int, int | None, lis
     if node.name != "Project":
         raise Unsupported(node.name)
     projected = [str(v) for v in node.PV]
-    node = node.p
-    if node.name != "BGP":
-        raise Unsupported(node.name)
+    triples = _conjunction(node.p)
     form = "SELECT" if main.name == "SelectQuery" else "ASK"
-    return form, node, distinct, offset, limit, projected
+    return form, triples, distinct, offset, limit, projected
+
+
+def _conjunction(node: CompValue) -> list[Any]:
+    """The triples of a BGP, or of a Join of BGPs: every variable of a BGP is bound, so the
+    join is the conjunction of the patterns."""
+    if node.name == "BGP":
+        return list(node.triples)
+    if node.name == "Join":
+        return _conjunction(node.p1) + _conjunction(node.p2)
+    raise Unsupported(node.name)
 
 
 def _var(term: Node) -> str | None:
@@ -81,8 +89,7 @@ def compile_query(
     db: Database, conn: Connection, main: CompValue, view: TemporalView, *, max_rows: int | None = None
 ) -> Compiled:
     """Compile ``main`` (the query algebra) or raise ``Unsupported``."""
-    form, bgp, distinct, offset, limit, projected = _unwrap(main)
-    triples = list(bgp.triples)
+    form, triples, distinct, offset, limit, projected = _unwrap(main)
     for s, p, _o in triples:
         if not isinstance(p, (URIRef, Variable)) or isinstance(s, Literal):
             raise Unsupported("a property path or a literal subject")

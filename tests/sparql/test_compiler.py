@@ -42,13 +42,14 @@ obj_position = st.one_of(
 patterns = st.lists(st.tuples(position, pred_position, obj_position), min_size=1, max_size=3)
 
 
-def _query(form: str, pats: list[tuple[str, str, str]], distinct: bool, limit: int | None) -> str:
+def _query(form: str, pats: list[tuple[str, str, str]], distinct: bool, groups: bool) -> str:
     body = " . ".join(" ".join(p) for p in pats)
+    if groups and len(pats) > 1:  # { p1 } { p2 . p3 }: a join of two BGPs
+        body = "{ " + " ".join(pats[0]) + " } { " + " . ".join(" ".join(p) for p in pats[1:]) + " }"
     if form == "ASK":
         return f"ASK {{ {body} }}"
     modifier = "DISTINCT " if distinct else ""
-    tail = f" LIMIT {limit}" if limit is not None else ""
-    return f"SELECT {modifier}* WHERE {{ {body} }}{tail}"
+    return f"SELECT {modifier}* WHERE {{ {body} }}"
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -58,6 +59,7 @@ def _query(form: str, pats: list[tuple[str, str, str]], distinct: bool, limit: i
     pats=patterns,
     form=st.sampled_from(["SELECT", "ASK"]),
     distinct=st.booleans(),
+    groups=st.booleans(),
 )
 def test_compiled_bgps_match_rdflib_at_every_read_point(
     first: list[tuple[str, str, str]],
@@ -65,6 +67,7 @@ def test_compiled_bgps_match_rdflib_at_every_read_point(
     pats: list[tuple[str, str, str]],
     form: str,
     distinct: bool,
+    groups: bool,
 ) -> None:
     compiled = quipu.open(":memory:")
     fallback = quipu.open(":memory:", sparql_compiler=False)
@@ -75,7 +78,7 @@ def test_compiled_bgps_match_rdflib_at_every_read_point(
             kb.knot(doc1, valid_from="2026-01-01T00:00:00Z", source="one")
             kb.knot(doc2, valid_from="2026-02-01T00:00:00Z", source="two")  # some statements twice owned
             kb.retract(first[0][0][1:-1], timestamp="2026-03-01T00:00:00Z")
-        query = _query(form, pats, distinct, None)
+        query = _query(form, pats, distinct, groups)
         for point in ({}, {"as_of_tx": 1}, {"valid_at": "2026-02-15T00:00:00Z"}):
             plan, got = _solutions(compiled, query, **point)
             _, want = _solutions(fallback, query, **point)

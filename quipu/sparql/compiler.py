@@ -14,6 +14,7 @@ solution; the outer query projects, keeping SPARQL's duplicates.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,6 +77,19 @@ def _conjunction(node: CompValue) -> list[Any]:
     raise Unsupported(node.name)
 
 
+_ALIASES: list[FromClause] = []
+_ALIASES_LOCK = threading.Lock()
+
+
+def _alias(i: int) -> FromClause:
+    """The i-th alias of ``facts``, built once: building one costs more than a point lookup."""
+    if i >= len(_ALIASES):
+        with _ALIASES_LOCK:
+            while len(_ALIASES) <= i:
+                _ALIASES.append(facts.alias(f"t{len(_ALIASES)}"))
+    return _ALIASES[i]
+
+
 def _var(term: Node) -> str | None:
     """The variable name a pattern position binds (query blank nodes act as variables)."""
     if isinstance(term, Variable):
@@ -113,7 +127,7 @@ def compile_query(
     conds: list[ColumnElement[bool]] = []
     aliases: list[FromClause] = []
     for i, (s, p, o) in enumerate(triples):
-        f = facts.alias(f"t{i}")
+        f = _alias(i)
         aliases.append(f)
         conds.append(view.where(f))
         for term, column in ((s, f.c.e), (p, f.c.a)):

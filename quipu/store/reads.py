@@ -162,7 +162,7 @@ def unravel(db: Database, *, tx: int | None = None, valid_at: str | None = None)
 
 def entity(db: Database, iri: str, *, expanded: bool = False) -> dict[str, Any]:
     """The current ROOT description of one subject as JSON-LD with full IRIs as keys."""
-    values.check_iri(iri, "iri")
+    values.check_iri(iri, "iri", blank=True)
     view = TemporalView()
     doc: dict[str, Any] = {"@id": iri}
     with db.read() as conn:

@@ -200,10 +200,18 @@ _IRI_FORBIDDEN = re.compile(r'[\x00-\x20<>"{}|^`\\]')
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 
 
-def check_iri(text: object, field: str) -> str:
-    """An absolute IRI from a request field, or 400 naming the field."""
+_BLANK_KEY = re.compile(r"_:[A-Za-z0-9_][A-Za-z0-9_.\-]*")
+
+
+def check_iri(text: object, field: str, *, blank: bool = False) -> str:
+    """An absolute IRI from a request field, or 400 naming the field.
+
+    ``blank=True`` also accepts a stored blank-node key (``_:…``) where a node is meant.
+    """
     if not isinstance(text, str) or not text.strip():
         raise InvalidField(f"'{field}' must be a non-empty IRI", field=field)
+    if blank and _BLANK_KEY.fullmatch(text):
+        return text
     if not _SCHEME.match(text) or _IRI_FORBIDDEN.search(text):
         raise InvalidField(f"'{field}' is not an absolute IRI: {text!r}", field=field)
     return text
@@ -225,7 +233,7 @@ def from_json(value: object, field: str = "value") -> ValueInput:
     if isinstance(value, dict):
         keys = set(value)
         if keys == {"iri"} and isinstance(value["iri"], str):
-            return ValueInput(iri=check_iri(value["iri"], f"{field}.iri"))
+            return ValueInput(iri=check_iri(value["iri"], f"{field}.iri", blank=True))
         if keys == {"str"} and isinstance(value["str"], str):
             return ValueInput(encoded=string(value["str"]))
         if keys == {"int"} and isinstance(value["int"], int) and not isinstance(value["int"], bool):

@@ -331,7 +331,7 @@ def assert_statements(
 
 
 def _entity_id(db: Database, ctx: WriteContext, iri: str, field: str = "entity") -> int:
-    values.check_iri(iri, field)
+    values.check_iri(iri, field, blank=field == "entity")
     tid = db.terms.lookup_in(ctx, (iri,)).get(iri)
     if tid is None:
         raise NotFound(f"{field} not found: {iri}", field=field)

@@ -13,6 +13,7 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, create_engine
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import StaticPool
 
@@ -163,8 +164,11 @@ class Database:
         return int(value or 0)
 
     def close(self) -> None:
-        with self._write_lock, self.writer.connect() as conn:
-            self.dialect.before_close(conn)
+        try:
+            with self._write_lock, self.writer.connect() as conn:
+                self.dialect.before_close(conn)
+        except SQLAlchemyError:  # upkeep only: never let it keep the store from closing
+            pass
         self.dialect.stop()
         self.writer.dispose()
         if self.reader is not self.writer:

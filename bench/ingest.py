@@ -211,19 +211,24 @@ def quipu_episodes(
 ) -> tuple[TxResult, int]:
     path = workdir / f"episodes-{synchronous.lower()}.db"
     store = QuipuStore(path, synchronous)
-    latencies: list[float] = []
-    clock = time.perf_counter
-    started = clock()
-    for doc in docs:
-        t = clock()
-        store.knot(doc, fmt)
-        latencies.append(clock() - t)
-    wall = clock() - started
+    latencies, wall = _timed(docs, lambda doc: store.knot(doc, fmt))
     note = f"durable: {store.durability()}"
     store.close()
     label = "quipu file, one knot() per episode" + ("" if synchronous == "NORMAL" else f" ({synchronous})")
     result = TxResult(label, latencies, wall, note)
     return result, live_statements(path)
+
+
+def _timed(docs: Sequence[str], write: Callable[[str], object]) -> tuple[list[float], float]:
+    """Per-document latencies and the wall time of writing every document in turn."""
+    clock = time.perf_counter
+    latencies: list[float] = []
+    started = clock()
+    for doc in docs:
+        t = clock()
+        write(doc)
+        latencies.append(clock() - t)
+    return latencies, clock() - started
 
 
 def _ox_format(fmt: str) -> Any:
@@ -233,32 +238,20 @@ def _ox_format(fmt: str) -> Any:
 def pyoxigraph_memory_episodes(docs: Sequence[str], fmt: str) -> tuple[TxResult, int]:
     store = ox.Store()
     rdf_format = _ox_format(fmt)
-    latencies: list[float] = []
-    clock = time.perf_counter
-    started = clock()
-    for doc in docs:
-        t = clock()
-        store.load(input=doc, format=rdf_format)
-        latencies.append(clock() - t)
-    wall = clock() - started
+    latencies, wall = _timed(docs, lambda doc: store.load(input=doc, format=rdf_format))
     return TxResult("pyoxigraph in-memory, load() per episode", latencies, wall, "not durable"), len(store)
 
 
 def pyoxigraph_disk_episodes(docs: Sequence[str], fmt: str, workdir: Path) -> tuple[TxResult, int]:
     store = ox.Store(str(workdir / "oxigraph"))
     rdf_format = _ox_format(fmt)
-    latencies: list[float] = []
-    clock = time.perf_counter
-    started = clock()
-    for doc in docs:
-        t = clock()
+
+    def durable_load(doc: str) -> None:
         store.load(input=doc, format=rdf_format)
         store.flush()
-        latencies.append(clock() - t)
-    wall = clock() - started
-    count = len(store)
-    del store
-    return TxResult("pyoxigraph on-disk, load()+flush() per episode", latencies, wall, "RocksDB"), count
+
+    latencies, wall = _timed(docs, durable_load)
+    return TxResult("pyoxigraph on-disk, load()+flush() per episode", latencies, wall, "RocksDB"), len(store)
 
 
 # -- report ----------------------------------------------------------------------------------

@@ -14,9 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, Engine, Table, event
-from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine.interfaces import Dialect as SADialect
-from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.elements import ClauseElement
 
 from quipu.errors import ConfigError
@@ -78,9 +76,6 @@ class Dialect:
 
     def before_close(self, conn: Connection) -> None:
         """Last upkeep on the writer connection before the store closes."""
-
-    def insert_ignore(self, table: Table) -> Insert:
-        raise NotImplementedError
 
     @contextmanager
     def indexes_deferred(self, conn: Connection, table: Table, incoming: int) -> Iterator[None]:
@@ -155,9 +150,6 @@ class SqliteDialect(Dialect):
 
     def begin_read(self, conn: Connection) -> None:
         conn.exec_driver_sql("BEGIN")
-
-    def insert_ignore(self, table: Table) -> Insert:
-        return sqlite.insert(table).on_conflict_do_nothing()
 
     @contextmanager
     def indexes_deferred(self, conn: Connection, table: Table, incoming: int) -> Iterator[None]:

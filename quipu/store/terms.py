@@ -89,9 +89,6 @@ class TermDictionary:
             found.update(fetched)
         return found
 
-    def lookup_one(self, conn: Connection, iri: str) -> int | None:
-        return self.lookup(conn, (iri,)).get(iri)
-
     def lookup_in(self, ctx: WriteContext, iris: Iterable[str]) -> dict[str, int]:
         """``lookup`` inside a write: this transaction's own new terms are found, never cached."""
         pending = ctx.pending_terms

@@ -23,10 +23,10 @@ from rdflib.term import Node
 from sqlalchemy import Connection
 
 from quipu.errors import QueryError
+from quipu.sparql.cells import Cell, from_node, iri_cell, literal_cell, to_node
 from quipu.sparql.compiler import TERM, Compiled, Unsupported, compile_query
 from quipu.store import values
 from quipu.store.database import Database
-from quipu.store.rdf_terms import TermMaker
 from quipu.store.rdflib_store import QuipuView, dataset
 from quipu.store.reads import resolve_graph
 from quipu.store.views import TemporalView
@@ -37,15 +37,38 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class QueryResult:
-    """SELECT: ``variables`` and ``rows``; ASK: ``boolean``; CONSTRUCT/DESCRIBE: ``graph``."""
+    """SELECT: ``variables`` and ``table``; ASK: ``boolean``; CONSTRUCT/DESCRIBE: ``triples``.
+
+    Cells are plain tuples so results go to the wire without rdflib terms; ``rows`` and
+    ``graph`` build rdflib terms for Python callers.
+    """
 
     form: str
     variables: list[str] = field(default_factory=list)
-    rows: list[dict[str, Node]] = field(default_factory=list)
+    table: list[tuple[Cell | None, ...]] = field(default_factory=list)  # cells in variables' order
     boolean: bool | None = None
-    graph: Graph | None = None
+    triples: list[tuple[Cell, Cell, Cell]] = field(default_factory=list)
     truncated: bool = False
-    plan: str = "rdflib"  # "sql" when the whole query ran as one SQL statement
+    plan: str = "rdflib"  # "sql": one SQL statement; "mixed": rdflib with SQL sub-plans
+
+    @property
+    def rows(self) -> list[dict[str, Node]]:
+        """SELECT solutions as dicts of rdflib terms; an unbound variable is absent."""
+        names = self.variables
+        return [
+            {name: to_node(cell) for name, cell in zip(names, row, strict=True) if cell is not None}
+            for row in self.table
+        ]
+
+    @property
+    def graph(self) -> Graph | None:
+        """CONSTRUCT/DESCRIBE results as an rdflib Graph (None for SELECT and ASK)."""
+        if self.form not in ("CONSTRUCT", "DESCRIBE"):
+            return None
+        out = Graph()
+        for s, p, o in self.triples:
+            out.add((to_node(s), to_node(p), to_node(o)))
+        return out
 
 
 @lru_cache(maxsize=512)
@@ -159,46 +182,59 @@ def _run_compiled(db: Database, conn: Connection, plan: Compiled, max_rows: int 
     truncated = max_rows is not None and len(rows) > max_rows
     if truncated:
         rows = rows[:max_rows]
+    width = len(plan.variables)
     kinds = [plan.kinds.get(name) for name in plan.variables]
-    make = TermMaker(db, conn)
     ids: set[int] = set()
     for row in rows:
-        for kind, cell in zip(kinds, row, strict=False):  # no variables: one placeholder column
+        for kind, cell in zip(kinds, row[:width], strict=True):
             if cell is None:
                 continue
             if kind == TERM:
                 ids.add(cell)
             elif (ref := values.ref_id(cell)) is not None:
                 ids.add(ref)
-    make.load(ids)
-    out: list[dict[str, Node]] = []
-    for row in rows:
-        solution: dict[str, Node] = {}
-        for name, kind, cell in zip(plan.variables, kinds, row, strict=False):
-            if cell is not None:
-                solution[name] = make.term(cell) if kind == TERM else make.value(bytes(cell))
-        out.append(solution)
-    return QueryResult("SELECT", variables=plan.variables, rows=out, truncated=truncated, plan="sql")
+    terms = {tid: iri_cell(iri) for tid, iri in db.terms.iris(conn, ids).items()} if ids else {}
+    literals: dict[bytes, Cell] = {}
+
+    def cell_of(kind: str | None, raw: Any) -> Cell | None:
+        if raw is None:
+            return None
+        if kind == TERM:
+            return terms[raw]
+        raw = bytes(raw)
+        if (ref := values.ref_id(raw)) is not None:
+            return terms[ref]
+        found = literals.get(raw)
+        if found is None:
+            found = literals[raw] = literal_cell(raw)
+        return found
+
+    table = [tuple(cell_of(k, raw) for k, raw in zip(kinds, row[:width], strict=True)) for row in rows]
+    return QueryResult("SELECT", variables=plan.variables, table=table, truncated=truncated, plan="sql")
 
 
 def _materialise(name: str, res: Any, max_rows: int | None) -> QueryResult:
     if name == "SelectQuery":
         variables = [str(v) for v in res["vars_"]]
-        rows: list[dict[str, Node]] = []
+        table: list[tuple[Cell | None, ...]] = []
         truncated = False
         for solution in res["bindings"]:
-            if max_rows is not None and len(rows) >= max_rows:
+            if max_rows is not None and len(table) >= max_rows:
                 truncated = True
                 break
-            rows.append({str(k): v for k, v in solution.items() if v is not None})
-        return QueryResult("SELECT", variables=variables, rows=rows, truncated=truncated)
+            table.append(tuple(_cell(solution.get(Variable(v))) for v in variables))
+        return QueryResult("SELECT", variables=variables, table=table, truncated=truncated)
     if name == "AskQuery":
         return QueryResult("ASK", boolean=bool(res["askAnswer"]))
     triples = sorted(res["graph"])  # sorted, so a cut keeps the same triples every time
     truncated = max_rows is not None and len(triples) > max_rows
-    out = Graph()
-    for triple in triples[:max_rows] if truncated else triples:
-        out.add(triple)
+    kept = triples[:max_rows] if truncated else triples
     return QueryResult(
-        "CONSTRUCT" if name == "ConstructQuery" else "DESCRIBE", graph=out, truncated=truncated
+        "CONSTRUCT" if name == "ConstructQuery" else "DESCRIBE",
+        triples=[(from_node(s), from_node(p), from_node(o)) for s, p, o in kept],
+        truncated=truncated,
     )
+
+
+def _cell(node: Node | None) -> Cell | None:
+    return None if node is None else from_node(node)

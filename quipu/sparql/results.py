@@ -9,6 +9,7 @@ from typing import Any
 from rdflib import BNode, Literal, URIRef
 from rdflib.term import Node
 
+from quipu.sparql.cells import BNODE, LITERAL, Cell
 from quipu.sparql.engine import QueryResult
 from quipu.store.values import XSD_STRING
 
@@ -34,8 +35,22 @@ def sparql_json(result: QueryResult) -> dict[str, Any]:
         return {"head": {}, "boolean": bool(result.boolean)}
     return {
         "head": {"vars": result.variables},
-        "results": {"bindings": [{k: term_json(v) for k, v in row.items()} for row in result.rows]},
+        "results": {"bindings": [_binding(result.variables, row) for row in result.table]},
     }
+
+
+def cell_json(cell: Cell) -> dict[str, str]:
+    if cell.kind != LITERAL:
+        return {"type": cell.kind, "value": cell.value}
+    if cell.lang:
+        return {"type": "literal", "value": cell.value, "xml:lang": cell.lang}
+    if cell.datatype:
+        return {"type": "literal", "value": cell.value, "datatype": cell.datatype}
+    return {"type": "literal", "value": cell.value}
+
+
+def _binding(names: list[str], row: tuple[Cell | None, ...]) -> dict[str, dict[str, str]]:
+    return {name: cell_json(cell) for name, cell in zip(names, row, strict=True) if cell is not None}
 
 
 def sparql_csv(result: QueryResult) -> str:
@@ -47,17 +62,17 @@ def sparql_csv(result: QueryResult) -> str:
         writer.writerow(["true" if result.boolean else "false"])
         return buf.getvalue()
     writer.writerow(result.variables)
-    for row in result.rows:
-        writer.writerow([_csv_cell(row.get(v)) for v in result.variables])
+    for row in result.table:
+        writer.writerow([_csv_cell(cell) for cell in row])
     return buf.getvalue()
 
 
-def _csv_cell(term: Node | None) -> str:
-    if term is None:
+def _csv_cell(cell: Cell | None) -> str:
+    if cell is None:
         return ""
-    if isinstance(term, BNode):
-        return f"_:{term}"
-    return str(term)
+    if cell.kind == BNODE:
+        return f"_:{cell.value}"
+    return cell.value
 
 
 def term_text(term: Node | None) -> str:

@@ -10,7 +10,9 @@ from rdflib.term import Node
 
 from quipu.rdfio import ingest
 from quipu.rdfio.export import export
+from quipu.sparql import budget as budgets
 from quipu.sparql.engine import QueryResult, run_query
+from quipu.sparql.update import run_update
 from quipu.store import ownership, reads, writes
 from quipu.store.database import Database
 from quipu.store.dialect import SqliteTuning
@@ -28,12 +30,17 @@ class KnowledgeBase:
         readers: int = 4,
         max_sparql_rows: int | None = None,
         sparql_compiler: bool = True,
+        query_timeout_ms: int | None = None,
+        max_join_rows: int | None = None,
     ) -> None:
         self.db = Database(
             location, SqliteTuning(synchronous=synchronous, cache_mb=cache_mb), readers=readers
         )
         self.max_sparql_rows = max_sparql_rows
         self.sparql_compiler = sparql_compiler  # False forces rdflib's evaluator (for comparison)
+        # Query budgets (DM §13.3): None or 0 is unlimited, as in settings.search.
+        self.query_timeout_ms = budgets.limit("query_timeout_ms", query_timeout_ms)
+        self.max_join_rows = budgets.limit("max_join_rows", max_join_rows)
         self._stats = reads.StatsCache()
 
     # -- writes ------------------------------------------------------------------------------
@@ -128,6 +135,15 @@ class KnowledgeBase:
         """Register a committed named graph so writes may target it; False if it existed."""
         return writes.register_graph(self.db, iri, actor=actor)
 
+    def update(self, update: str, *, actor: str | None = None, source: str | None = None) -> dict[str, Any]:
+        """Run a SPARQL 1.1 Update request atomically; one transaction per changed graph.
+
+        Returns ``{"tx", "asserted", "retracted", "graphs": [...]}`` (``graph`` None = ROOT);
+        ``tx`` is None when nothing changed. Deletions retract (history is kept); inserts are
+        asserted with ``valid_from`` = now under ``source`` (default ``sparql-update``).
+        """
+        return run_update(self.db, update, actor=actor, source=source)
+
     # -- reads -------------------------------------------------------------------------------
 
     def query(
@@ -170,6 +186,8 @@ class KnowledgeBase:
             max_rows=self.max_sparql_rows,
             base=base,
             compiled=self.sparql_compiler,
+            timeout_ms=self.query_timeout_ms,
+            max_join_rows=self.max_join_rows,
         )
 
     def export(self, format: str = "ntriples", *, graph: str | None = None) -> str:

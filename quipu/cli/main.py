@@ -162,41 +162,72 @@ def knot(
 app.command("load", help="Alias of knot.")(knot)
 
 
+TABLE_FORMATS = ("table", "json", "csv", "tsv", "xml")
+GRAPH_FORMATS = ("ntriples", "turtle")
+
+
 @app.command("read")
 def read(
     sparql: Annotated[str, typer.Argument(help="SPARQL query text")],
     valid_at: Annotated[str | None, typer.Option("--valid-at", help="valid-time read point")] = None,
     tx: Annotated[int | None, typer.Option("--tx", help="transaction-time read point", min=0)] = None,
     graph: Annotated[str | None, typer.Option("--graph", help="named graph as the default graph")] = None,
-    format: Annotated[str, typer.Option("--format", "-f", help="table|json|csv")] = "table",
+    format: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            "-f",
+            help="SELECT/ASK: table|json|csv|tsv|xml; CONSTRUCT/DESCRIBE: ntriples (default)|turtle",
+        ),
+    ] = "table",
     db: DbOption = None,
     config: ConfigOption = None,
 ) -> None:
     """Run a SPARQL query, optionally at a past valid time and/or transaction."""
-    from quipu.sparql.results import sparql_csv, sparql_json, term_text
+    from quipu.sparql import results
 
     with _refusals():
-        if format not in ("table", "json", "csv"):
-            raise InvalidField(f"unknown output format: {format!r} (try: table, json, csv)", field="format")
+        if format not in TABLE_FORMATS + GRAPH_FORMATS:
+            raise InvalidField(
+                f"unknown output format: {format!r} (try: {', '.join(TABLE_FORMATS + GRAPH_FORMATS)})",
+                field="format",
+            )
     with _store(db, config) as kb:
         result = kb.query_result(sparql, valid_at=valid_at, as_of_tx=tx, graph=graph)
-    if result.graph is not None:
-        lines = sorted(line for line in result.graph.serialize(format="nt").splitlines() if line.strip())
-        sys.stdout.write("".join(line + "\n" for line in lines))
-    elif format == "json":
-        _emit(sparql_json(result))
-    elif format == "csv":
-        sys.stdout.write(sparql_csv(result))
-    elif result.form == "ASK":
-        sys.stdout.write(("true" if result.boolean else "false") + "\n")
-    else:
-        table = Table(show_lines=False)
-        for name in result.variables:
-            table.add_column(Text(name))
-        for row in result.rows:  # Text(): values are data, never Rich markup
-            table.add_row(*(Text(term_text(row.get(v))) for v in result.variables))
-        Console(soft_wrap=True).print(table)
-        err.print(f"{len(result.rows)} row(s)")
+    with _refusals():
+        if result.form in results.GRAPH_FORMS:
+            if format not in ("table", *GRAPH_FORMATS):
+                raise InvalidField(
+                    f"output format {format!r} does not fit a {result.form} result (try: ntriples, turtle)",
+                    field="format",
+                )
+            text = results.write_turtle(result) if format == "turtle" else results.write_ntriples(result)
+        elif format in GRAPH_FORMATS:
+            raise InvalidField(
+                f"output format {format!r} does not fit a {result.form} result "
+                f"(try: {', '.join(TABLE_FORMATS)})",
+                field="format",
+            )
+        elif format == "json":  # indented and UTF-8 as before, like every other JSON the CLI prints
+            text = json.dumps(results.sparql_json(result), ensure_ascii=False, indent=2) + "\n"
+        elif format == "xml":
+            text = results.write_xml(result)
+        elif format == "csv":
+            text = results.write_csv(result)
+        elif format == "tsv":
+            text = results.write_tsv(result)
+        elif result.form == "ASK":
+            text = ("true" if result.boolean else "false") + "\n"
+        else:
+            table = Table(show_lines=False)
+            for name in result.variables:
+                table.add_column(Text(name))
+            for row in result.table:  # Text(): values are data, never Rich markup
+                table.add_row(*(Text(results.term_text(cell)) for cell in row))
+            Console(soft_wrap=True).print(table)
+            err.print(f"{len(result.table)} row(s)")
+            return
+    sys.stdout.write(text)
 
 
 app.command("query", help="Alias of read.")(read)

@@ -8,12 +8,15 @@ ROOT unless the request says otherwise.
 from __future__ import annotations
 
 import logging
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import lru_cache
+from weakref import WeakKeyDictionary
 from typing import Any
 
 from pyparsing import ParseException
-from rdflib import Graph, Variable
+from rdflib import BNode, Graph, Variable
 from rdflib.paths import Path
 from rdflib.plugins.sparql.evaluate import evalPart
 from rdflib.plugins.sparql.parserutils import CompValue
@@ -23,12 +26,14 @@ from rdflib.term import Node
 from sqlalchemy import Connection
 
 from quipu.errors import QueryError
-from quipu.sparql.cells import Cell, from_node, iri_cell, literal_cell, to_node
-from quipu.sparql.compiler import TERM, Compiled, Unsupported, compile_query
+from quipu.sparql import budget as budgets
+from quipu.sparql.cells import BNODE, LITERAL, URI, Cell, from_node, iri_cell, literal_cell, to_node
+from quipu.sparql.compiler import Compiled, Unsupported, compile_query
 from quipu.store import values
 from quipu.store.database import Database
+from quipu.store.dialect import Prepared
 from quipu.store.rdflib_store import QuipuView, dataset
-from quipu.store.reads import resolve_graph
+from quipu.store.reads import dictionary_generation, resolve_graph
 from quipu.store.views import TemporalView
 
 _UNSUPPORTED = {"ServiceGraphPattern": "SERVICE"}
@@ -107,11 +112,6 @@ def _check_supported(algebra: CompValue) -> None:
     for part in _walk(algebra):
         if part.name in _UNSUPPORTED:
             raise QueryError(f"unsupported SPARQL construct: {_UNSUPPORTED[part.name]}", reason="unsupported")
-        if part.name == "Graph" and isinstance(part.term, Variable) and _has_path(part.p):
-            raise QueryError(
-                "a property path inside GRAPH ?g is not supported; name the graph or use FROM",
-                reason="unsupported",
-            )
 
 
 def _dataset_scope(
@@ -143,8 +143,13 @@ def run_query(
     max_rows: int | None = None,
     base: str | None = None,
     compiled: bool = True,
+    timeout_ms: int | None = None,
+    max_join_rows: int | None = None,
 ) -> QueryResult:
     """Evaluate ``text`` at the read point; results are fully materialised in one snapshot.
+
+    ``timeout_ms`` and ``max_join_rows`` are the query's budgets (None or 0: unlimited), enforced
+    as ``quipu.sparql.budget`` describes: QueryTimeout (408) and ResultTooLarge (422).
 
     The query is compiled to one SQL statement when the compiler handles it (``compiled=False``
     forces rdflib's evaluator, for comparison); ``QueryResult.plan`` says which path ran.
@@ -154,63 +159,152 @@ def run_query(
     query = prepare(text, base)
     main = query.algebra
     view = TemporalView.at(as_of_tx=as_of_tx, valid_at=valid_at)
-    with db.read() as conn:
+    with (
+        db.read() as conn,
+        budgets.enforce(db, conn, timeout_ms=timeout_ms, max_join_rows=max_join_rows) as budget,
+    ):
+        cap = budget.row_cap(max_rows)  # final rows count against the join bound too
         default, named = _dataset_scope(db, conn, main.get("datasetClause"), graph)
         scoped = view.with_graphs(default)
         if compiled:
-            try:
-                plan = compile_query(db, conn, main, scoped, max_rows=max_rows)
-            except Unsupported as why:
-                log.debug("SPARQL via rdflib: the compiler does not handle %s", why)
-            else:
+            key = (text, base, scoped, named, cap)
+            plan = _cached_plan(db, conn, key)
+            if plan is None:
+                try:
+                    plan = _compile(db, conn, key, main)
+                except Unsupported as why:
+                    log.debug("SPARQL via rdflib: the compiler does not handle %s", why)
+            if plan is not None:
                 log.debug("SPARQL via one SQL statement")
-                return _run_compiled(db, conn, plan, max_rows)
+                return budget.final(_run_compiled(db, conn, plan, cap), max_rows)
         ds = dataset(QuipuView(db, conn, scoped, named))
         ctx = QueryContext(ds, initBindings={})  # rdflib reads it even when empty
         ctx.prologue = query.prologue
         res = evalPart(ctx, main)
-        return _materialise(main.name, res, max_rows)
+        return budget.final(_materialise(main.name, res, cap), max_rows)
 
 
-def _run_compiled(db: Database, conn: Connection, plan: Compiled, max_rows: int | None) -> QueryResult:
-    if plan.form == "ASK":
-        answer = plan.statement is not None and bool(conn.execute(plan.statement).scalar())
-        return QueryResult("ASK", boolean=answer, plan="sql")
-    rows: list[tuple[Any, ...]] = (
-        [] if plan.statement is None else [tuple(r) for r in conn.execute(plan.statement)]
+@dataclass
+class _Plan:
+    compiled: Compiled
+    prepared: Prepared | None  # the statement compiled to SQL text once
+    generation: tuple[int, int] | None  # dictionary generation the plan depends on, if any
+
+
+_PLAN_CACHE_SIZE = 256
+_plans: WeakKeyDictionary[Database, OrderedDict[Any, _Plan]] = WeakKeyDictionary()
+_plans_lock = threading.Lock()
+
+
+def _cached_plan(db: Database, conn: Connection, key: Any) -> _Plan | None:
+    """A compiled plan for this query text and read point, unless the store has since added a
+    term or graph the plan looked for (building the SQL costs more than a point lookup)."""
+    with _plans_lock:
+        found = _plans.get(db, OrderedDict()).get(key)
+    if found is None:
+        return None
+    if found.generation is not None and found.generation != dictionary_generation(conn):
+        return None
+    with _plans_lock:
+        cache = _plans.get(db)
+        if cache is not None and key in cache:
+            cache.move_to_end(key)
+    return found
+
+
+def _compile(db: Database, conn: Connection, key: Any, main: CompValue) -> _Plan:
+    text, base, scoped, named, cap = key
+    compiled = compile_query(db, conn, main, scoped, named=named, max_rows=cap)
+    plan = _Plan(
+        compiled,
+        None if compiled.statement is None else db.dialect.compile_statement(compiled.statement),
+        dictionary_generation(conn) if compiled.grows else None,
     )
-    truncated = max_rows is not None and len(rows) > max_rows
-    if truncated:
-        rows = rows[:max_rows]
+    if not compiled.mixed:  # per-row rdflib callbacks are registered per compilation
+        with _plans_lock:
+            cache = _plans.setdefault(db, OrderedDict())
+            cache[key] = plan
+            while len(cache) > _PLAN_CACHE_SIZE:
+                cache.popitem(last=False)
+    return plan
+
+
+def _run_compiled(db: Database, conn: Connection, compiled_plan: _Plan, max_rows: int | None) -> QueryResult:
+    plan = compiled_plan.compiled
+    how = "mixed" if plan.mixed else "sql"
+    prepared = compiled_plan.prepared
+    rows: list[Any] = [] if prepared is None else prepared.run(conn).fetchall()
+    if plan.form == "ASK":
+        return QueryResult("ASK", boolean=bool(rows and rows[0][0]), plan=how)
+    if plan.form == "SELECT":
+        truncated = max_rows is not None and len(rows) > max_rows
+        if truncated:
+            rows = rows[:max_rows]
+    table = _decode_rows(db, conn, plan, rows)
+    if plan.form == "CONSTRUCT":
+        triples = _instantiate(plan, table)
+        truncated = max_rows is not None and len(triples) > max_rows
+        return QueryResult(
+            "CONSTRUCT", triples=triples[:max_rows] if truncated else triples, truncated=truncated, plan=how
+        )
+    return QueryResult("SELECT", variables=plan.variables, table=table, truncated=truncated, plan=how)
+
+
+def _decode_rows(
+    db: Database, conn: Connection, plan: Compiled, rows: list[Any]
+) -> list[tuple[Cell | None, ...]]:
+    """Cells from (id, v) column pairs: an id is an IRI or blank node, else v is a literal."""
     width = len(plan.variables)
-    kinds = [plan.kinds.get(name) for name in plan.variables]
     ids: set[int] = set()
     for row in rows:
-        for kind, cell in zip(kinds, row[:width], strict=True):
-            if cell is None:
-                continue
-            if kind == TERM:
-                ids.add(cell)
-            elif (ref := values.ref_id(cell)) is not None:
+        for k in range(width):
+            tid = row[2 * k]
+            if tid is not None:
+                ids.add(tid)
+            elif (raw := row[2 * k + 1]) is not None and (ref := values.ref_id(raw)) is not None:
                 ids.add(ref)
-    terms = {tid: iri_cell(iri) for tid, iri in db.terms.iris(conn, ids).items()} if ids else {}
+    stored = [i for i in ids if i > 0]
+    terms = {tid: iri_cell(iri) for tid, iri in db.terms.iris(conn, stored).items()} if stored else {}
+    for tid, iri in plan.const_iris.items():
+        terms[tid] = iri_cell(iri)
     literals: dict[bytes, Cell] = {}
 
-    def cell_of(kind: str | None, raw: Any) -> Cell | None:
+    def cell(tid: int | None, raw: Any) -> Cell | None:
+        if tid is not None:
+            return terms[tid]
         if raw is None:
             return None
-        if kind == TERM:
-            return terms[raw]
         raw = bytes(raw)
-        if (ref := values.ref_id(raw)) is not None:
-            return terms[ref]
         found = literals.get(raw)
         if found is None:
-            found = literals[raw] = literal_cell(raw)
+            ref = values.ref_id(raw)
+            found = literals[raw] = terms[ref] if ref is not None else literal_cell(raw)
         return found
 
-    table = [tuple(cell_of(k, raw) for k, raw in zip(kinds, row[:width], strict=True)) for row in rows]
-    return QueryResult("SELECT", variables=plan.variables, table=table, truncated=truncated, plan="sql")
+    return [tuple(cell(row[2 * k], row[2 * k + 1]) for k in range(width)) for row in rows]
+
+
+def _instantiate(plan: Compiled, table: list[tuple[Cell | None, ...]]) -> list[tuple[Cell, Cell, Cell]]:
+    """CONSTRUCT: the template per solution; blank nodes are fresh per solution, and a triple
+    with an unbound or ill-placed term is left out (SPARQL 16.2)."""
+    position = {name: k for k, name in enumerate(plan.variables)}
+    out: set[tuple[Cell, Cell, Cell]] = set()
+    for n, row in enumerate(table):
+        made: list[Cell | None] = []
+        for triple in plan.template:
+            made.clear()
+            for term in triple:
+                if isinstance(term, Variable):
+                    made.append(row[position[str(term)]])
+                elif isinstance(term, BNode):
+                    made.append(Cell(BNODE, f"c{n}_{term}"))
+                else:
+                    made.append(from_node(term))
+            s, p, o = made
+            if s is None or p is None or o is None or s.kind == LITERAL or p.kind != URI:
+                continue
+            out.add((s, p, o))
+    return sorted(out)
 
 
 def _materialise(name: str, res: Any, max_rows: int | None) -> QueryResult:

@@ -17,6 +17,7 @@ from rdflib.term import Node
 from sqlalchemy import Connection, func, select
 
 from quipu.errors import BadLiteral, Forbidden
+from quipu.sparql import budget as budgets
 from quipu.store import values
 from quipu.store.database import Database
 from quipu.store.rdf_terms import TermMaker
@@ -116,9 +117,20 @@ class QuipuView(Store):
                 return
             where += [c.vh == values.digest(enc), c.v == enc]
         rows = statement_rows(self.conn, self.view.with_graphs(gids), where)
+        budget = budgets.current()  # set while run_query evaluates; None for other callers
+        if budget is not None:
+            budget.pulled(len(rows))
         make = self.make
         make.load(statement_ids(rows))
-        for e, a, v in rows:
+        if budget is None:
+            for e, a, v in rows:
+                yield (make.term(e), make.term(a), make.value(v)), iter([context])
+            return
+        # The evaluator's Python work happens between these yields, so the clock is read here
+        # too; every CHECK_EVERY rows keeps the check off the per-row cost.
+        for n, (e, a, v) in enumerate(rows, 1):
+            if not n % budgets.CHECK_EVERY:
+                budget.check_deadline()
             yield (make.term(e), make.term(a), make.value(v)), iter([context])
 
     def __len__(self, context: Graph | None = None) -> int:

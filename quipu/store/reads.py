@@ -20,6 +20,7 @@ from quipu.store.schema import (
     ROOT_IRI,
     facts,
     graphs,
+    terms,
     transaction_auth,
     transactions,
 )
@@ -38,6 +39,18 @@ def resolve_graph(db: Database, conn: Connection, iri: str | None) -> int | None
         return None
     known = conn.execute(select(graphs.c.g).where(graphs.c.g == gid)).first()
     return gid if known is not None else None
+
+
+def dictionary_generation(conn: Connection) -> tuple[int, int]:
+    """Changes whenever a term or a graph is added: compiled queries that looked up an unknown
+    IRI or the list of named graphs are only valid while it stays the same."""
+    row = conn.execute(
+        select(
+            select(func.max(terms.c.id)).scalar_subquery(),
+            select(func.count()).select_from(graphs).scalar_subquery(),
+        )
+    ).one()
+    return int(row[0] or 0), int(row[1] or 0)
 
 
 def named_graph_ids(conn: Connection, db: Database) -> list[int]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from sqlalchemy import ColumnElement, and_, or_
+from sqlalchemy import ColumnElement, and_, false, literal, or_
 from sqlalchemy.sql import FromClause
 
 from quipu.errors import InvalidField
@@ -67,11 +67,15 @@ class TemporalView:
 
     def where(self, f: FromClause) -> ColumnElement[bool]:
         """Visibility plus graph scope for ``facts`` or an alias of it."""
-        if len(self.graphs) == 1:
+        if not self.graphs:
+            scope: ColumnElement[bool] = false()
+        elif len(self.graphs) == 1:
             (g,) = self.graphs
             scope = f.c.g == g
         else:
-            scope = f.c.g.in_(sorted(self.graphs))
+            # literal() items: a plain IN list, not an "expanding" parameter, so the statement
+            # can be compiled once and run straight on the DBAPI cursor
+            scope = f.c.g.in_([literal(g) for g in sorted(self.graphs)])
         return and_(scope, visible(f, self.as_of_tx, self.valid_at))
 
     def with_graphs(self, graphs: Iterable[int]) -> TemporalView:

@@ -10,8 +10,19 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import ColumnElement, Connection, Text, bindparam, exists, insert, literal, select, update
-from sqlalchemy.sql.dml import Insert
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Text,
+    bindparam,
+    exists,
+    insert,
+    literal,
+    select,
+    tuple_,
+    update,
+)
+from sqlalchemy.sql.dml import Insert, Update
 
 from quipu import times
 from quipu.errors import InvalidField, NotFound, UnknownGraph, WriteRefused
@@ -252,19 +263,33 @@ def close_claims(
     else:
         ids = list(claim_ids)
         batches = [[*live, c.id.in_(ids[i : i + _ID_CHUNK])] for i in range(0, len(ids), _ID_CHUNK)]
-    earliest: dict[tuple[int, int, bytes], tuple[Row, str]] = {}
+    earliest: _Closed = {}
     for cond in batches:
-        closed = ctx.conn.execute(
-            update(facts)
-            .where(*cond)
-            .values(valid_to=tx.timestamp, retracted_tx=tx.id)
-            .returning(c.e, c.a, c.v, c.vh, c.v_ref, c.v_num, c.valid_from)
+        _close(ctx, tx, update(facts).where(*cond), earliest)
+    return _record_retractions(ctx, tx, earliest)
+
+
+# Closed statements → (row, earliest valid_from among their closed claims).
+_Closed = dict[tuple[int, int, bytes], tuple[Row, str]]
+
+
+def _close(ctx: WriteContext, tx: TxInfo, statement: Update, earliest: _Closed) -> None:
+    """Run a claim-closing UPDATE and collect what it closed, per statement."""
+    c = facts.c
+    closed = ctx.conn.execute(
+        statement.values(valid_to=tx.timestamp, retracted_tx=tx.id).returning(
+            c.e, c.a, c.v, c.vh, c.v_ref, c.v_num, c.valid_from
         )
-        for row in closed:
-            key = (row.e, row.a, bytes(row.v))
-            prior = earliest.get(key)
-            if prior is None or row.valid_from < prior[1]:
-                earliest[key] = ((row.e, row.a, key[2], bytes(row.vh), row.v_ref, row.v_num), row.valid_from)
+    )
+    for row in closed:
+        key = (row.e, row.a, bytes(row.v))
+        prior = earliest.get(key)
+        if prior is None or row.valid_from < prior[1]:
+            earliest[key] = ((row.e, row.a, key[2], bytes(row.vh), row.v_ref, row.v_num), row.valid_from)
+
+
+def _record_retractions(ctx: WriteContext, tx: TxInfo, earliest: _Closed) -> int:
+    """One retraction record per closed statement (DM §5.3 step 3); returns how many."""
     if earliest:
         tail = (tx.graph, tx.id, tx.timestamp, tx.id, OP_RETRACT)
         ctx.dialect.insert_tuples(
@@ -274,6 +299,30 @@ def close_claims(
             [r + tail + (vf,) for r, vf in earliest.values()],
         )
     return len(earliest)
+
+
+def close_statements(ctx: WriteContext, tx: TxInfo, rows: Sequence[Row]) -> int:
+    """Close every owner's live claims of exactly these statements in ``tx.graph`` (DM §5.3).
+
+    The set-based twin of ``close_claims(e=, a=, v=)`` for many statements (SPARQL Update's
+    deletions): the statements are staged and one UPDATE closes them, driven from the staged
+    rows through the (g, e, a, vh) index. Returns how many statements were closed.
+    """
+    if not rows:
+        return 0
+    fill(ctx.conn, ctx.dialect, fact_stage, rows)
+    c, st = facts.c, fact_stage.c
+    # A row-value IN (not a join, which SQLite plans as a scan of the graph per staged row)
+    # is answered through ix_facts_gea for each staged statement.
+    statement = update(facts).where(
+        c.g == tx.graph,
+        tuple_(c.e, c.a, c.vh, c.v).in_(select(st.e, st.a, st.vh, st.v)),
+        c.op == OP_ASSERT,
+        c.valid_to.is_(None),
+    )
+    earliest: _Closed = {}
+    _close(ctx, tx, statement, earliest)
+    return _record_retractions(ctx, tx, earliest)
 
 
 def _live_values(conn: Connection, g: int, e: int, a: int | None = None) -> list[tuple[int, bytes]]:
@@ -470,17 +519,28 @@ def register_graph(db: Database, iri: str, *, actor: str | None = None, timestam
     if iri in (ROOT_IRI, META_IRI) or is_companion(iri):
         raise WriteRefused(f"graph IRI <{iri}> is reserved", field="graph")
     with db.write() as ctx:
-        gid = db.terms.intern(ctx, (iri,))[iri]
-        if ctx.conn.execute(select(graphs.c.g).where(graphs.c.g == gid)).first() is not None:
-            return False
-        ctx.conn.execute(
-            insert(graphs),
-            {
-                "g": gid,
-                "class": "committed",
-                "parent_branch": None,
-                "created_at": times.normalise_timestamp(timestamp),
-                "created_actor": actor,
-            },
-        )
-    return True
+        return register_graph_in(db, ctx, iri, actor=actor, timestamp=timestamp)[1]
+
+
+def register_graph_in(
+    db: Database, ctx: WriteContext, iri: str, *, actor: str | None = None, timestamp: str | None = None
+) -> tuple[int, bool]:
+    """``register_graph`` inside an open write (the caller checked the IRI): (graph id, created).
+
+    SPARQL Update registers the graphs it inserts into in the same database transaction as its
+    facts, so a failed update leaves no registration behind.
+    """
+    gid = db.terms.intern(ctx, (iri,))[iri]
+    if ctx.conn.execute(select(graphs.c.g).where(graphs.c.g == gid)).first() is not None:
+        return gid, False
+    ctx.conn.execute(
+        insert(graphs),
+        {
+            "g": gid,
+            "class": "committed",
+            "parent_branch": None,
+            "created_at": times.normalise_timestamp(timestamp),
+            "created_actor": actor,
+        },
+    )
+    return gid, True

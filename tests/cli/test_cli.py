@@ -411,7 +411,9 @@ def small_db(tmp_path: Path) -> str:
 
 
 def test_unknown_read_format_is_refused(small_db: str) -> None:
-    refused(invoke("read", CORES_QUERY, "--format", "xml", "--db", small_db), "unknown output format", "xml")
+    refused(
+        invoke("read", CORES_QUERY, "--format", "yaml", "--db", small_db), "unknown output format", "yaml"
+    )
 
 
 def test_unknown_export_format_is_refused(small_db: str) -> None:

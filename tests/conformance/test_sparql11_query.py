@@ -80,15 +80,17 @@ def test_pass_counts_quipu_against_rdflib_in_memory() -> None:
     passed = {name: sum(verdict(name, t).passed for t in TESTS) for name in ENGINES}
     total = len(TESTS)
     sql = sum(1 for t in TESTS if verdict("quipu", t).plan == "sql")
+    mixed = sum(1 for t in TESTS if verdict("quipu", t).plan == "mixed")
     summary = (
-        f"W3C SPARQL 1.1 query: quipu {passed['quipu']}/{total} ({sql} answered by one SQL statement), "
+        f"W3C SPARQL 1.1 query: quipu {passed['quipu']}/{total} ({sql} plan sql, {mixed} plan mixed), "
         f"quipu with the compiler off {passed['fallback']}/{total}, rdflib in-memory {passed['rdflib']}/{total}"
     )
     print(summary)
     only_rdflib = sorted(
         t.id for t in TESTS if verdict("rdflib", t).passed and not verdict("fallback", t).passed
     )
-    assert passed["fallback"] >= passed["rdflib"] - 5, f"{summary}; rdflib passes, quipu fails: {only_rdflib}"
+    assert passed["fallback"] >= passed["rdflib"], f"{summary}; rdflib passes, quipu fails: {only_rdflib}"
+    assert passed["quipu"] >= 205, summary
     # The compiler may only add passes: nothing that the fallback answers right may break.
     broken = sorted(t.id for t in TESTS if verdict("fallback", t).passed and not verdict("quipu", t).passed)
     assert not broken, f"{summary}; pass with the compiler off but fail compiled: {broken}"

@@ -92,8 +92,14 @@ def test_compiled_bgps_match_rdflib_at_every_read_point(
 def test_plan_says_which_path_ran(kb: KnowledgeBase) -> None:
     kb.knot(f"<{EX}a> <{EX}p> <{EX}b> .", "nt")
     assert kb.query_result(f"SELECT ?o WHERE {{ <{EX}a> <{EX}p> ?o }}").plan == "sql"
-    assert kb.query_result(f"SELECT ?o WHERE {{ <{EX}a> <{EX}p>+ ?o }}").plan == "rdflib"
-    assert kb.query_result("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }").plan == "rdflib"
+    assert kb.query_result(f"SELECT ?o WHERE {{ <{EX}a> <{EX}p>+ ?o }}").plan == "sql"
+    kb.create_graph(EX + "g")
+    in_graphs = f"SELECT ?g ?o WHERE {{ GRAPH ?g {{ <{EX}a> <{EX}p>+ ?o }} }}"
+    assert kb.query_result(in_graphs).plan == "rdflib"
+    assert kb.query_result(f"DESCRIBE <{EX}a>").plan == "rdflib"
+    assert kb.query_result("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }").plan == "sql"
+    cast = "SELECT ?o WHERE { ?s ?p ?o FILTER(<http://www.w3.org/2001/XMLSchema#integer>(?o) > 1) }"
+    assert kb.query_result(cast).plan == "mixed"  # the cast runs through rdflib, per row, inside SQL
 
 
 def test_limit_offset_and_truncation_on_the_compiled_path(tmp_path: Path) -> None:

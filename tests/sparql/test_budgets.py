@@ -1,0 +1,167 @@
+"""Query budgets (DM §13.3): the deadline (408) and the join bound (422), on both query paths.
+
+Real SQLite files; a cross product of five patterns over 2000 statements stands in for a
+runaway query (2000^5 solutions: no machine finishes it, so only the budget can stop it).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy.exc import DBAPIError
+
+import quipu
+from quipu.api import KnowledgeBase
+from quipu.errors import ConfigError, QueryTimeout, ResultTooLarge
+from quipu.sparql.engine import run_query
+
+P = "PREFIX : <http://ex.org/> "
+ROWS = 2000
+RUNAWAY = P + "SELECT * WHERE { ?a :p ?b . ?c :p ?d . ?e :p ?f . ?g :p ?h . ?i :p ?j }"
+PAIRS = P + "SELECT * WHERE { ?a :p ?b . ?c :p ?d }"  # 4 million solutions
+SHARED = P + "SELECT * WHERE { ?a :p ?b . ?c :p ?b }"  # 80 000 solutions, a few tenths of a second
+ALL = P + "SELECT ?a ?b WHERE { ?a :p ?b }"
+GENEROUS = 10.0  # seconds: "stops quickly", without a tight timing assertion
+
+
+def _load(kb: KnowledgeBase) -> None:
+    kb.knot("@prefix : <http://ex.org/> .\n" + "".join(f":s{i} :p :o{i % 50} .\n" for i in range(ROWS)))
+
+
+@pytest.fixture(params=[True, False], ids=["compiled", "fallback"])
+def compiled(request: pytest.FixtureRequest) -> bool:
+    return bool(request.param)
+
+
+def _open(tmp_path: Path, compiled: bool, **options: object) -> KnowledgeBase:
+    # readers=1: queries run one after another reuse the one pooled read connection, so a
+    # deadline left behind on it would show in the next query.
+    kb = quipu.open(str(tmp_path / "kb.db"), readers=1, sparql_compiler=compiled, **options)
+    _load(kb)
+    return kb
+
+
+@pytest.fixture
+def timed(tmp_path: Path, compiled: bool) -> Iterator[KnowledgeBase]:
+    kb = _open(tmp_path, compiled, query_timeout_ms=200)
+    try:
+        yield kb
+    finally:
+        kb.close()
+
+
+def _check_all(kb: KnowledgeBase) -> None:
+    result = kb.query_result(ALL)
+    assert len(result.table) == ROWS
+    assert {str(row["b"]) for row in result.rows} == {f"http://ex.org/o{i}" for i in range(50)}
+
+
+def test_runaway_query_times_out_and_the_store_stays_usable(timed: KnowledgeBase, compiled: bool) -> None:
+    started = time.monotonic()
+    with pytest.raises(QueryTimeout) as caught:
+        timed.query_result(RUNAWAY)
+    assert time.monotonic() - started < GENEROUS
+    error = caught.value
+    assert error.status == 408 and error.reason == "query_timeout"
+    assert "search.query_timeout_ms (200 ms)" in error.message
+    if compiled:  # one SQL statement: only SQLite's interruption can have stopped it
+        assert isinstance(error.__context__, sqlite3.OperationalError | DBAPIError)
+    _check_all(timed)
+    with pytest.raises(QueryTimeout):  # and the budget still applies to the next runaway
+        timed.query_result(RUNAWAY)
+    _check_all(timed)
+
+
+def test_no_deadline_is_left_on_the_pooled_connection(timed: KnowledgeBase, compiled: bool) -> None:
+    with pytest.raises(QueryTimeout):
+        timed.query_result(RUNAWAY)
+    # The expired deadline would stop any statement of more than a few thousand SQLite steps,
+    # and this query runs far longer than the 200 ms budget it is no longer under.
+    started = time.monotonic()
+    result = run_query(timed.db, SHARED, compiled=compiled)
+    assert len(result.table) == 80_000
+    if compiled:
+        assert result.plan == "sql" and time.monotonic() - started > 0.2
+
+
+def test_zero_timeout_disables_the_deadline(tmp_path: Path, compiled: bool) -> None:
+    with _open(tmp_path, compiled, query_timeout_ms=0) as kb:
+        assert kb.query_timeout_ms is None
+        _check_all(kb)
+        assert len(run_query(kb.db, SHARED, compiled=compiled, timeout_ms=0).table) == 80_000
+
+
+def test_timeout_applies_to_a_memory_store(compiled: bool) -> None:
+    with quipu.open(":memory:", sparql_compiler=compiled, query_timeout_ms=200) as kb:
+        _load(kb)
+        with pytest.raises(QueryTimeout):
+            kb.query_result(RUNAWAY)
+        _check_all(kb)
+
+
+def test_join_bound_refuses_a_large_intermediate_result_on_the_fallback(tmp_path: Path) -> None:
+    with _open(tmp_path, False, max_join_rows=10_000) as kb:
+        started = time.monotonic()
+        with pytest.raises(ResultTooLarge) as caught:
+            kb.query_result(PAIRS)
+        assert time.monotonic() - started < GENEROUS
+        error = caught.value
+        assert error.status == 422 and error.reason == "join_limit_exceeded"
+        assert "search.max_join_rows (10000)" in error.message
+        _check_all(kb)  # 2000 rows: within the bound, and the store is still usable
+
+
+def test_join_bound_counts_final_rows_unless_max_sparql_rows_cuts_them(tmp_path: Path) -> None:
+    with _open(tmp_path, True, max_join_rows=1000) as kb:
+        with pytest.raises(ResultTooLarge, match=r"search\.max_join_rows \(1000\)"):
+            kb.query_result(ALL)
+        result = kb.query_result(ALL + " LIMIT 1000")  # SQLite never produces more
+        assert result.plan == "sql" and len(result.table) == 1000
+    with _open(tmp_path, True, max_join_rows=1000, max_sparql_rows=10) as kb:
+        result = kb.query_result(ALL)  # the cut comes first: truncated, not refused
+        assert result.truncated and len(result.table) == 10
+
+
+def test_join_bound_counts_every_row_the_fallback_pulls(tmp_path: Path) -> None:
+    # The one lookup yields 2000 rows before LIMIT applies: that is the intermediate result.
+    with (
+        _open(tmp_path, False, max_join_rows=1000) as kb,
+        pytest.raises(ResultTooLarge, match=r"search\.max_join_rows \(1000\)"),
+    ):
+        kb.query_result(ALL + " LIMIT 10")
+    with _open(tmp_path, False, max_join_rows=5000, max_sparql_rows=10) as kb:
+        result = kb.query_result(ALL)
+        assert result.plan == "rdflib" and result.truncated and len(result.table) == 10
+
+
+def test_zero_join_bound_disables_it(tmp_path: Path, compiled: bool) -> None:
+    with _open(tmp_path, compiled, max_join_rows=0) as kb:
+        assert len(kb.query_result(SHARED).table) == 80_000
+
+
+def test_budgets_are_validated_when_the_store_opens(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="query_timeout_ms"):
+        quipu.open(str(tmp_path / "a.db"), query_timeout_ms=-1)
+    with pytest.raises(ConfigError, match="max_join_rows"):
+        quipu.open(str(tmp_path / "b.db"), max_join_rows=-5)
+
+
+def test_sqlite_deadline_interrupts_and_is_removed(tmp_path: Path) -> None:
+    """The dialect hook on its own: an expired deadline stops a statement, and only inside."""
+    with quipu.open(str(tmp_path / "kb.db"), readers=1) as kb:
+        _load(kb)
+        db = kb.db
+        count = "SELECT COUNT(*) FROM facts a, facts b"  # millions of SQLite steps
+        with db.read() as conn:
+            with (
+                pytest.raises(QueryTimeout, match="late"),
+                db.dialect.deadline(conn, time.monotonic() - 1, QueryTimeout("late")),
+            ):
+                conn.exec_driver_sql(count).scalar()
+            assert conn.exec_driver_sql(count).scalar() == ROWS * ROWS
+            with db.dialect.deadline(conn, time.monotonic() + 60, QueryTimeout("late")):
+                assert conn.exec_driver_sql(count).scalar() == ROWS * ROWS

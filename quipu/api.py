@@ -154,9 +154,12 @@ class KnowledgeBase:
         *,
         graph: str | None = None,
         base: str | None = None,
+        inference: str | None = None,
     ) -> list[dict[str, Node]] | bool | Graph:
         """SELECT → rows (dicts of rdflib terms), ASK → bool, CONSTRUCT/DESCRIBE → a Graph."""
-        result = self.query_result(sparql, valid_at=valid_at, as_of_tx=as_of_tx, graph=graph, base=base)
+        result = self.query_result(
+            sparql, valid_at=valid_at, as_of_tx=as_of_tx, graph=graph, base=base, inference=inference
+        )
         if result.form == "SELECT":
             return result.rows
         if result.form == "ASK":
@@ -172,10 +175,12 @@ class KnowledgeBase:
         as_of_tx: int | None = None,
         graph: str | None = None,
         base: str | None = None,
+        inference: str | None = None,
     ) -> QueryResult:
         """The full result: variables, truncation flag and form, as well as the rows.
 
-        ``base`` resolves relative IRIs in the query text.
+        ``base`` resolves relative IRIs in the query text. ``inference="rdfs"`` lets
+        ``?s a <T>`` match instances of T's subclasses (``rdfs:subClassOf``, transitively).
         """
         return run_query(
             self.db,
@@ -188,6 +193,7 @@ class KnowledgeBase:
             compiled=self.sparql_compiler,
             timeout_ms=self.query_timeout_ms,
             max_join_rows=self.max_join_rows,
+            inference=inference,
         )
 
     def export(self, format: str = "ntriples", *, graph: str | None = None) -> str:

@@ -61,9 +61,16 @@ def _store(db: str | None, config: str | None) -> Iterator[KnowledgeBase]:
     import quipu
 
     with _refusals():
-        store = load_settings(config, store={"db": db}).store
+        settings = load_settings(config, store={"db": db})
+        store, search = settings.store, settings.search
         kb = quipu.open(
-            store.db, synchronous=store.synchronous, cache_mb=store.cache_mb, readers=store.readers
+            store.db,
+            synchronous=store.synchronous,
+            cache_mb=store.cache_mb,
+            readers=store.readers,
+            max_sparql_rows=search.max_sparql_rows,
+            query_timeout_ms=search.query_timeout_ms,
+            max_join_rows=search.max_join_rows,
         )
         try:
             yield kb
@@ -180,6 +187,9 @@ def read(
             help="SELECT/ASK: table|json|csv|tsv|xml; CONSTRUCT/DESCRIBE: ntriples (default)|turtle",
         ),
     ] = "table",
+    inference: Annotated[
+        str | None, typer.Option("--inference", help="rdfs: rdf:type patterns also match subclass instances")
+    ] = None,
     db: DbOption = None,
     config: ConfigOption = None,
 ) -> None:
@@ -192,8 +202,10 @@ def read(
                 f"unknown output format: {format!r} (try: {', '.join(TABLE_FORMATS + GRAPH_FORMATS)})",
                 field="format",
             )
-    with _store(db, config) as kb:
-        result = kb.query_result(sparql, valid_at=valid_at, as_of_tx=tx, graph=graph)
+    with _store(db, config) as kb, _refusals():
+        result = kb.query_result(sparql, valid_at=valid_at, as_of_tx=tx, graph=graph, inference=inference)
+    if result.truncated:
+        err.print(f"results cut at search.max_sparql_rows ({kb.max_sparql_rows} rows)")
     with _refusals():
         if result.form in results.GRAPH_FORMS:
             if format not in ("table", *GRAPH_FORMATS):

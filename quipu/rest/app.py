@@ -35,6 +35,8 @@ def create_app(settings: Settings) -> FastAPI:
             cache_mb=store.cache_mb,
             readers=store.readers,
             max_sparql_rows=settings.search.max_sparql_rows,
+            query_timeout_ms=settings.search.query_timeout_ms,
+            max_join_rows=settings.search.max_join_rows,
         )
         app.state.kb = kb
         try:

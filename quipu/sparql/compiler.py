@@ -25,8 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from rdflib import BNode, Literal, URIRef, Variable
-from rdflib import paths
+from rdflib import BNode, Literal, URIRef, Variable, paths
 from rdflib.paths import Path
 from rdflib.plugins.sparql.parserutils import CompValue, Expr
 from rdflib.term import Node as RdfNode
@@ -48,6 +47,7 @@ from sqlalchemy import (
     union_all,
 )
 from sqlalchemy.sql import FromClause
+from sqlalchemy.types import Text
 
 from quipu.errors import BadLiteral
 from quipu.sparql import callbacks
@@ -58,6 +58,7 @@ from quipu.store.schema import facts, terms
 from quipu.store.views import TemporalView
 
 Col = ColumnElement[Any]
+XSD_STRING_REF = URIRef(values.XSD_STRING)
 TERM, VALUE = "term", "value"  # kept for callers that still name the column kinds
 
 
@@ -1210,7 +1211,24 @@ def _str2_bool(fn: str) -> Callable[[_Context, Rel, Any], ColumnElement[bool]]:
         x, y = _node(ctx, rel, e.arg1), _node(ctx, rel, e.arg2)
         if not x.has_v or not y.has_v:
             return literal(None)
-        return func.q_strfn2(fn, _enc(x), _enc(y)) == 1
+        general = func.q_strfn2(fn, _enc(x), _enc(y)) == 1
+        needle = e.arg2
+        if not (
+            isinstance(needle, Literal)
+            and needle.language is None
+            and needle.datatype in (None, XSD_STRING_REF)
+        ):
+            return general
+        # A simple-string constant against a stored simple string: plain SQL on the bytes
+        # after the tag, no Python per row (other values keep the full SPARQL rules).
+        text = func.cast(func.substr(x.v, 2), Text)
+        n = len(str(needle))
+        fast = {
+            "CONTAINS": func.instr(text, str(needle)) > 0,
+            "STRSTARTS": func.substr(text, 1, n) == str(needle),
+            "STRENDS": func.substr(text, -n, n) == str(needle) if n else true(),
+        }[fn]
+        return case((func.substr(x.v, 1, 1) == values.string(""), fast), else_=general)
 
     return handler
 

@@ -12,11 +12,11 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import lru_cache
-from weakref import WeakKeyDictionary
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from pyparsing import ParseException
-from rdflib import BNode, Graph, Variable
+from rdflib import BNode, Graph, URIRef, Variable, paths
 from rdflib.paths import Path
 from rdflib.plugins.sparql.evaluate import evalPart
 from rdflib.plugins.sparql.parserutils import CompValue
@@ -25,7 +25,7 @@ from rdflib.plugins.sparql.sparql import Query, QueryContext
 from rdflib.term import Node
 from sqlalchemy import Connection
 
-from quipu.errors import QueryError
+from quipu.errors import InvalidField, QueryError
 from quipu.sparql import budget as budgets
 from quipu.sparql.cells import BNODE, LITERAL, URI, Cell, from_node, iri_cell, literal_cell, to_node
 from quipu.sparql.compiler import Compiled, Unsupported, compile_query
@@ -79,6 +79,10 @@ class QueryResult:
 @lru_cache(maxsize=512)
 def prepare(text: str, base: str | None = None) -> Query:
     """Parse and translate once per distinct query text and base (parsing costs 1-5 ms)."""
+    return _parse(text, base)
+
+
+def _parse(text: str, base: str | None) -> Query:
     try:
         query = prepareQuery(text, base=base)
     except ParseException as exc:
@@ -86,6 +90,24 @@ def prepare(text: str, base: str | None = None) -> Query:
     except Exception as exc:  # rdflib raises bare Exceptions for some translation failures
         raise QueryError(f"SPARQL parse error: {exc}", reason="sparql_parse_error") from None
     _check_supported(query.algebra)
+    return query
+
+
+_RDF_TYPE = URIRef(values.RDF + "type")
+_INFERRED_TYPE = paths.SequencePath(
+    _RDF_TYPE, paths.MulPath(URIRef("http://www.w3.org/2000/01/rdf-schema#subClassOf"), paths.ZeroOrMore)
+)
+INFERENCE_MODES = ("rdfs",)
+
+
+@lru_cache(maxsize=128)
+def _with_rdfs(text: str, base: str | None) -> Query:
+    """The query with every ``?s rdf:type <T>`` pattern read as ``?s rdf:type/rdfs:subClassOf* <T>``
+    (RDFS subclass entailment, on request only: plain ``a`` stays asserted-only, DM §13.3)."""
+    query = _parse(text, base)  # a fresh tree: the cached one is shared
+    for part in _walk(query.algebra):
+        if part.name == "BGP":
+            part["triples"] = [(s, _INFERRED_TYPE if p == _RDF_TYPE else p, o) for s, p, o in part.triples]
     return query
 
 
@@ -145,6 +167,7 @@ def run_query(
     compiled: bool = True,
     timeout_ms: int | None = None,
     max_join_rows: int | None = None,
+    inference: str | None = None,
 ) -> QueryResult:
     """Evaluate ``text`` at the read point; results are fully materialised in one snapshot.
 
@@ -153,10 +176,13 @@ def run_query(
 
     The query is compiled to one SQL statement when the compiler handles it (``compiled=False``
     forces rdflib's evaluator, for comparison); ``QueryResult.plan`` says which path ran.
+    ``inference="rdfs"`` makes ``rdf:type`` patterns match instances of subclasses too.
     """
     if not isinstance(text, str) or not text.strip():
         raise QueryError("missing 'query' parameter", reason="missing_field")
-    query = prepare(text, base)
+    if inference is not None and inference not in INFERENCE_MODES:
+        raise InvalidField(f"unknown inference mode {inference!r} (known: rdfs)", field="inference")
+    query = _with_rdfs(text, base) if inference == "rdfs" else prepare(text, base)
     main = query.algebra
     view = TemporalView.at(as_of_tx=as_of_tx, valid_at=valid_at)
     with (
@@ -167,7 +193,7 @@ def run_query(
         default, named = _dataset_scope(db, conn, main.get("datasetClause"), graph)
         scoped = view.with_graphs(default)
         if compiled:
-            key = (text, base, scoped, named, cap)
+            key = (text, base, scoped, named, cap, inference)
             plan = _cached_plan(db, conn, key)
             if plan is None:
                 try:
@@ -213,7 +239,7 @@ def _cached_plan(db: Database, conn: Connection, key: Any) -> _Plan | None:
 
 
 def _compile(db: Database, conn: Connection, key: Any, main: CompValue) -> _Plan:
-    text, base, scoped, named, cap = key
+    scoped, named, cap = key[2], key[3], key[4]
     compiled = compile_query(db, conn, main, scoped, named=named, max_rows=cap)
     plan = _Plan(
         compiled,

@@ -126,3 +126,32 @@ def test_constants_that_cannot_match_give_no_rows_and_intern_nothing(kb: Knowled
     assert res.plan == "sql" and res.rows == []
     with kb.db.read() as conn:
         assert conn.exec_driver_sql("SELECT COUNT(*) FROM terms").scalar() == before
+
+
+STRINGS = (
+    f'<{EX}a> <{EX}n> "hello Student12 x" .\n<{EX}b> <{EX}n> "Student12"@en .\n'
+    f'<{EX}c> <{EX}n> "nope" .\n<{EX}d> <{EX}n> "ünïcode Stü" .\n<{EX}e> <{EX}n> 12 .\n<{EX}f> <{EX}n> <{EX}c> .'
+)
+
+
+@pytest.mark.parametrize(
+    ("condition", "expected"),
+    [
+        ('CONTAINS(?n, "Student12")', "ab"),
+        ('STRSTARTS(?n, "hello")', "a"),
+        ('STRENDS(?n, "Stü")', "d"),
+        ('STRSTARTS(?n, "ünï")', "d"),
+        ('CONTAINS(?n, "")', "abcd"),
+        ('!CONTAINS(?n, "x")', "bcd"),  # 12 and an IRI are type errors, not false
+        ('CONTAINS(?n, "Student12"@en)', "b"),  # a tagged needle takes the general path
+    ],
+)
+def test_string_filters_on_the_compiled_path(tmp_path: Path, condition: str, expected: str) -> None:
+    query = f"SELECT ?s WHERE {{ ?s <{EX}n> ?n FILTER({condition}) }} ORDER BY ?s"
+    for compiled in (True, False):
+        with quipu.open(str(tmp_path / "kb.db"), sparql_compiler=compiled) as kb:
+            if compiled:
+                kb.knot(STRINGS, "turtle")
+            result = kb.query_result(query)
+            assert "".join(str(row["s"])[-1] for row in result.rows) == expected, (compiled, condition)
+            assert result.plan == ("sql" if compiled else "rdflib")

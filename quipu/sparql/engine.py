@@ -95,7 +95,7 @@ def _parse(text: str, base: str | None) -> Query:
 
 _RDF_TYPE = URIRef(values.RDF + "type")
 _INFERRED_TYPE = paths.SequencePath(
-    _RDF_TYPE, paths.MulPath(URIRef("http://www.w3.org/2000/01/rdf-schema#subClassOf"), paths.ZeroOrMore)
+    _RDF_TYPE, paths.MulPath(URIRef("http://www.w3.org/2000/01/rdf-schema#subClassOf"), "*")
 )
 INFERENCE_MODES = ("rdfs",)
 

@@ -584,3 +584,212 @@ def check(engine: Engine, test: QueryTest) -> Verdict:
         return Verdict(False, f"{engine.name} raised {type(exc).__name__}: {exc}")
     difference = compare(test, expected, actual)
     return Verdict(difference is None, difference or "", actual.plan)
+
+
+# -- SPARQL 1.1 Update evaluation tests ------------------------------------------------------------
+#
+# An update test names a graph store before (ut:data for the default graph, ut:graphData with an
+# rdfs:label for named graphs), a request, and the graph store after. Both engines load the
+# "before" store, run the request and are compared graph by graph (isomorphism, with the literal
+# canonicalisation above); a named graph absent from the expected store must be empty, since
+# quipu keeps a dropped graph's registration (its statements are retracted, never deleted).
+
+UT: Final = Namespace("http://www.w3.org/2009/sparql/tests/test-update#")
+UPDATE_MANIFEST: Final = "manifest-sparql11-update.ttl"
+UPDATE_TEST_COUNT: Final = 94
+
+# A graph store's contents: None is the default graph, a string a named graph's IRI.
+GraphState = dict[str | None, Graph]
+
+
+def find_update_manifest(root: Path) -> Path | None:
+    """The update manifest, directly in ``root`` or in its ``sparql11`` folder."""
+    for candidate in (root / UPDATE_MANIFEST, root / "sparql11" / UPDATE_MANIFEST):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+@dataclass(frozen=True)
+class GraphStore:
+    """Files making up a graph store: default-graph data and named graphs."""
+
+    data: tuple[str, ...] = ()
+    graph_data: tuple[GraphFile, ...] = ()
+
+
+@dataclass(frozen=True)
+class UpdateTest:
+    """One ``mf:UpdateEvaluationTest``; every location is a ``file:`` IRI."""
+
+    id: str
+    name: str
+    request: str
+    before: GraphStore
+    after: GraphStore
+
+    def request_text(self) -> str:
+        return local_path(self.request).read_text(encoding="utf-8")
+
+
+def _graph_store(graph: Graph, node: Node | None, entry: Node) -> GraphStore:
+    if node is None:
+        return GraphStore()
+    named: list[GraphFile] = []
+    for item in graph.objects(node, UT.graphData):
+        if isinstance(item, URIRef):
+            named.append(GraphFile(str(item), str(item)))
+            continue
+        location = graph.value(item, UT.graph)
+        label = graph.value(item, RDFS.label)
+        if not isinstance(location, URIRef):
+            raise ValueError(f"{entry}: a ut:graphData node needs ut:graph")
+        named.append(GraphFile(str(label if label is not None else location), str(location)))
+    return GraphStore(
+        tuple(sorted(str(d) for d in graph.objects(node, UT.data))),
+        tuple(sorted(named, key=lambda g: (g.name, g.location))),
+    )
+
+
+def _update_entry(graph: Graph, entry: Node, manifest: Path, root: Path) -> UpdateTest:
+    action = graph.value(entry, MF.action)
+    request = graph.value(action, UT.request) if action is not None else None
+    if not isinstance(request, URIRef):
+        raise ValueError(f"{entry}: an update test needs a ut:request IRI")
+    folder = manifest.parent.relative_to(root).as_posix()
+    local = _local_name(str(entry))
+    return UpdateTest(
+        id=local if folder == "." else f"{folder}/{local}",
+        name=str(graph.value(entry, MF.name) or local),
+        request=str(request),
+        before=_graph_store(graph, action, entry),
+        after=_graph_store(graph, graph.value(entry, MF.result), entry),
+    )
+
+
+def _read_update_manifest(path: Path, root: Path, seen: set[Path]) -> Iterator[UpdateTest]:
+    if path in seen:
+        return
+    seen.add(path)
+    graph = Graph()
+    graph.parse(path, format="turtle", publicID=path.as_uri())
+    for manifest in graph.subjects(RDF.type, MF.Manifest):
+        for included in _items(graph, graph.value(manifest, MF.include)):
+            yield from _read_update_manifest(local_path(str(included)), root, seen)
+        for entry in _items(graph, graph.value(manifest, MF.entries)):
+            if (entry, RDF.type, MF.UpdateEvaluationTest) in graph:
+                yield _update_entry(graph, entry, path, root)
+
+
+def load_update_tests(manifest: Path) -> list[UpdateTest]:
+    """Every update-evaluation test reachable from ``manifest`` through ``mf:include``, in order."""
+    tests = list(_read_update_manifest(manifest.resolve(), manifest.resolve().parent, set()))
+    ids = Counter(t.id for t in tests)
+    duplicates = sorted(i for i, n in ids.items() if n > 1)
+    if duplicates:
+        raise ValueError(f"duplicate test ids: {duplicates}")
+    return tests
+
+
+def _parse_into(graph: Graph, location: str) -> None:
+    graph.parse(data=local_path(location).read_bytes(), format=rdf_formats(location)[1], publicID=location)
+
+
+@cache
+def expected_state(test: UpdateTest) -> GraphState:
+    """The graph store after the request, parsed keeping every lexical form as written."""
+    state: GraphState = {None: Graph()}
+    with rdflib_flags(NORMALIZE_LITERALS=False):
+        for location in test.after.data:
+            _parse_into(state[None], location)
+        for named in test.after.graph_data:
+            _parse_into(state.setdefault(named.name, Graph()), named.location)
+    return state
+
+
+class UpdateEngine(Protocol):
+    name: str
+
+    def run(self, test: UpdateTest) -> GraphState: ...
+
+
+class QuipuUpdateEngine:
+    """A fresh in-memory quipu store per test: knot the "before" store, then ``kb.update``.
+
+    The result is read back with ``kb.export`` for ROOT and every registered named graph.
+    """
+
+    name = "quipu"
+
+    def run(self, test: UpdateTest) -> GraphState:
+        kb = quipu.open(":memory:")
+        try:
+            for location in test.before.data:
+                kb.knot(local_path(location).read_bytes(), rdf_formats(location)[0], base_iri=location)
+            for named in test.before.graph_data:
+                kb.create_graph(named.name)
+                data = local_path(named.location).read_bytes()
+                kb.knot(data, rdf_formats(named.location)[0], graph=named.name, base_iri=named.location)
+            kb.update(test.request_text())
+            # The registry, not a GRAPH ?g query: the read-back should not depend on the query engine.
+            from quipu.store.reads import named_graph_ids  # (helpers live at the end of this module)
+
+            with kb.db.read() as conn:
+                ids = named_graph_ids(conn, kb.db)
+                names: list[str | None] = [None, *sorted(kb.db.terms.iris(conn, ids).values())]
+            state: GraphState = {}
+            with rdflib_flags(NORMALIZE_LITERALS=False):
+                for name in names:
+                    graph = Graph()
+                    graph.parse(data=kb.export(graph=name), format="nt")
+                    state[name] = graph
+            return state
+        finally:
+            kb.close()
+
+
+class RdflibUpdateEngine:
+    """rdflib's in-memory ``Dataset`` running ``ds.update`` (never loading anything remote)."""
+
+    name = "rdflib in-memory"
+
+    def run(self, test: UpdateTest) -> GraphState:
+        with rdflib_flags(
+            NORMALIZE_LITERALS=False, SPARQL_LOAD_GRAPHS=False, SPARQL_DEFAULT_GRAPH_UNION=False
+        ):
+            ds = Dataset(default_union=False)
+            for location in test.before.data:
+                _parse_into(ds.default_graph, location)
+            for named in test.before.graph_data:
+                _parse_into(ds.graph(URIRef(named.name)), named.location)
+            ds.update(test.request_text())
+            state: GraphState = {}
+            for graph in ds.graphs():
+                copy = Graph()
+                for triple in graph:
+                    copy.add(triple)
+                key = None if graph.identifier == ds.default_graph.identifier else str(graph.identifier)
+                state[key] = copy
+            return state
+
+
+def compare_states(expected: GraphState, actual: GraphState) -> str | None:
+    """None when every graph matches; a graph missing on one side counts as empty."""
+    problems: list[str] = []
+    names = sorted(set(expected) | set(actual), key=lambda n: (n is not None, n or ""))
+    for name in names:
+        difference = _compare_graphs(expected.get(name, Graph()), actual.get(name, Graph()))
+        if difference is not None:
+            problems.append(f"{'default graph' if name is None else '<' + name + '>'}: {difference}")
+    return "\n".join(problems) or None
+
+
+def check_update(engine: UpdateEngine, test: UpdateTest) -> Verdict:
+    """Run ``test`` on ``engine`` and judge the resulting graph store."""
+    expected = expected_state(test)
+    try:
+        actual = engine.run(test)
+    except Exception as exc:
+        return Verdict(False, f"{engine.name} raised {type(exc).__name__}: {exc}")
+    difference = compare_states(expected, actual)
+    return Verdict(difference is None, difference or "")

@@ -1402,6 +1402,25 @@ _PLAIN_SQL = frozenset(
 # -- queries ---------------------------------------------------------------------------------
 
 
+def compile_pattern(
+    db: Database,
+    conn: Connection,
+    node: CompValue,
+    view: TemporalView,
+    *,
+    named: frozenset[int] | None = None,
+) -> Compiled:
+    """One graph pattern as a SELECT of its variables (for rdflib's evaluator to join with)."""
+    ctx = _Context(db, conn, view, named)
+    rel = _solutions(ctx, node)
+    names = sorted(v for v in rel.vars if not v.startswith("_:"))
+    result = Compiled("SELECT", names, const_iris=ctx.const_iris)
+    if not rel.empty:
+        result.statement = _ordered(ctx, rel, _Mods(), names)
+    result.mixed, result.grows = ctx.mixed, ctx.grows
+    return result
+
+
 def compile_query(
     db: Database,
     conn: Connection,

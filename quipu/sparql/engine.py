@@ -27,6 +27,7 @@ from sqlalchemy import Connection
 
 from quipu.errors import InvalidField, QueryError
 from quipu.sparql import budget as budgets
+from quipu.sparql import subplans
 from quipu.sparql.cells import BNODE, LITERAL, URI, Cell, from_node, iri_cell, literal_cell, to_node
 from quipu.sparql.compiler import Compiled, Unsupported, compile_query
 from quipu.store import values
@@ -203,11 +204,17 @@ def run_query(
             if plan is not None:
                 log.debug("SPARQL via one SQL statement")
                 return budget.final(_run_compiled(db, conn, plan, cap), max_rows)
-        ds = dataset(QuipuView(db, conn, scoped, named))
-        ctx = QueryContext(ds, initBindings={})  # rdflib reads it even when empty
+        store = QuipuView(db, conn, scoped, named)
+        if compiled:  # parts that compile still run as SQL inside rdflib's evaluation
+            subplans.install()
+            store.subplans = subplans.SubPlans(_decode_rows)
+        ctx = QueryContext(dataset(store), initBindings={})  # rdflib reads it even when empty
         ctx.prologue = query.prologue
         res = evalPart(ctx, main)
-        return budget.final(_materialise(main.name, res, cap), max_rows)
+        result = _materialise(main.name, res, cap)
+        if compiled and store.subplans.used:
+            result.plan = "mixed"
+        return budget.final(result, max_rows)
 
 
 @dataclass

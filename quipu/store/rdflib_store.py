@@ -49,6 +49,7 @@ class QuipuView(Store):
         self.view = view
         self._named: frozenset[int] | None = None if named_graphs is None else frozenset(named_graphs)
         self.make = TermMaker(db, conn)
+        self.subplans: Any = None  # set by the SPARQL engine to answer parts of a query in SQL
         self._ns: dict[str, URIRef] = {}
 
     # -- scope -----------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from rdflib import URIRef
 from rdflib.term import Node
 
 import quipu
@@ -155,3 +156,26 @@ def test_string_filters_on_the_compiled_path(tmp_path: Path, condition: str, exp
             result = kb.query_result(query)
             assert "".join(str(row["s"])[-1] for row in result.rows) == expected, (compiled, condition)
             assert result.plan == ("sql" if compiled else "rdflib")
+
+
+def test_parts_that_compile_run_as_sql_inside_rdflib_evaluation(tmp_path: Path) -> None:
+    data = f'<{EX}a> <{EX}p> <{EX}b> .\n<{EX}b> <{EX}p> <{EX}c> .\n<{EX}a> <{EX}name> "A" .'
+    queries = [
+        # IRI() has no SQL form, so the BIND runs in rdflib; its BGP is one SQL statement
+        f'SELECT ?s ?x WHERE {{ ?s <{EX}name> ?n . ?s <{EX}p> ?o BIND(IRI(CONCAT(STR(?o), "#x")) AS ?x) }}',
+        # a path under GRAPH ?g is evaluated per graph by rdflib, each graph's path in SQL
+        f"SELECT ?g ?o WHERE {{ GRAPH ?g {{ <{EX}a> <{EX}p>+ ?o }} }}",
+    ]
+    answers: dict[bool, list[list[dict[str, object]]]] = {}
+    for compiled in (True, False):
+        with quipu.open(str(tmp_path / "kb.db"), sparql_compiler=compiled) as kb:
+            if compiled:
+                kb.create_graph(EX + "g")
+                kb.knot(data, "nt")
+                kb.knot(data, "nt", graph=EX + "g")
+            results = [kb.query_result(q) for q in queries]
+            assert [r.plan for r in results] == (["mixed", "mixed"] if compiled else ["rdflib", "rdflib"])
+            answers[compiled] = [sorted(r.rows, key=str) for r in results]
+    assert answers[True] == answers[False]
+    assert answers[True][0] == [{"s": URIRef(EX + "a"), "x": URIRef(EX + "b#x")}]
+    assert [row["o"] for row in answers[True][1]] == [URIRef(EX + "b"), URIRef(EX + "c")]

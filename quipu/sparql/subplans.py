@@ -1,0 +1,77 @@
+"""rdflib's evaluator with compiled sub-plans: when a query as a whole cannot be compiled, the
+parts of it that can still run as one SQL statement each (plan "mixed").
+
+rdflib consults ``CUSTOM_EVALS`` for every algebra node it evaluates. The hook installed here
+answers a graph-pattern node from SQL when the node compiles and rdflib has bound none of its
+variables yet; otherwise it declines and rdflib evaluates the node itself, over the Store view.
+It acts only for a ``QuipuView`` that asked for it, so the forced-off path stays pure rdflib.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from rdflib import URIRef, Variable
+from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
+from rdflib.plugins.sparql import CUSTOM_EVALS
+from rdflib.plugins.sparql.parserutils import CompValue
+from rdflib.plugins.sparql.sparql import FrozenBindings, QueryContext
+
+from quipu.sparql.cells import Cell, to_node
+from quipu.sparql.compiler import Unsupported, compile_pattern
+from quipu.store.rdflib_store import QuipuView
+
+_KEY = "quipu-subplans"
+_PARTS = frozenset({"BGP", "Join", "LeftJoin", "Filter", "Union", "Minus", "Extend", "ToMultiSet"})
+_install_lock = threading.Lock()
+
+
+class SubPlans:
+    """Per-query switch and counter, attached to the query's ``QuipuView``."""
+
+    def __init__(self, decode: Any) -> None:
+        self.decode = decode  # (db, conn, compiled, rows) -> cells per row
+        self.used = 0
+
+
+def install() -> None:
+    """Register the hook once per process (rdflib's registry is global)."""
+    with _install_lock:
+        CUSTOM_EVALS.setdefault(_KEY, _evaluate)
+
+
+def _evaluate(ctx: QueryContext, part: CompValue) -> Iterator[FrozenBindings]:
+    if part.name not in _PARTS:
+        raise NotImplementedError
+    store = getattr(ctx.dataset, "store", None) if ctx.dataset is not None else None
+    plans = getattr(store, "subplans", None)
+    if not isinstance(store, QuipuView) or not isinstance(plans, SubPlans):
+        raise NotImplementedError
+    bound = ctx.solution()
+    if any(bound.get(v) is not None for v in part._vars or ()):
+        raise NotImplementedError  # rdflib is joining on these: its own lookups are indexed
+    view = store.view
+    # rdflib reads the default graph through the Dataset itself, and GRAPH through a context
+    ident = None if ctx.graph is None or ctx.graph is ctx.dataset else ctx.graph.identifier
+    if ident is not None and ident != DATASET_DEFAULT_GRAPH_ID:
+        if not isinstance(ident, URIRef):
+            raise NotImplementedError
+        gid = store.db.terms.lookup(store.conn, (str(ident),)).get(str(ident))
+        view = view.with_graphs(() if gid is None or gid not in store.named_graphs else (gid,))
+    try:
+        compiled = compile_pattern(store.db, store.conn, part, view, named=store.named_graphs)
+    except Unsupported:
+        raise NotImplementedError from None
+    rows = [] if compiled.statement is None else list(store.conn.execute(compiled.statement))
+    table: list[tuple[Cell | None, ...]] = plans.decode(store.db, store.conn, compiled, rows)
+    plans.used += 1
+    names = [Variable(n) for n in compiled.variables]
+
+    def solutions() -> Iterator[FrozenBindings]:
+        for row in table:
+            found = {name: to_node(cell) for name, cell in zip(names, row, strict=True) if cell is not None}
+            yield FrozenBindings(ctx, {**bound, **found})
+
+    return solutions()

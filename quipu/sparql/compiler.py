@@ -652,11 +652,12 @@ def _values(ctx: _Context, node: CompValue) -> Rel:
         by_name = {str(k): v for k, v in row.items()}
         for name, label in labels.items():
             term = by_name.get(name)
-            x = UNBOUND if term is None else _constant(ctx, term)
+            # rdflib leaves the token "UNDEF" where a VALUES row binds nothing
+            x = UNBOUND if term is None or not isinstance(term, (URIRef, Literal)) else _constant(ctx, term)
             cols += [x.id.label(label + "i"), x.v.label(label + "v")]
         selects.append(select(*cols))
     sq = (selects[0] if len(selects) == 1 else union_all(*selects)).subquery(ctx.sub_name())
-    maybe = {n for n in names if any(Variable(n) not in row for row in rows)}
+    maybe = {n for n in names if any(not isinstance(row.get(Variable(n)), (URIRef, Literal)) for row in rows)}
     out = Rel([sq], [], {}, maybe, keys=[sq.c.kr])
     for name, label in labels.items():
         out.vars[name] = Node(sq.c[label + "i"], sq.c[label + "v"])
@@ -716,13 +717,14 @@ def _pattern(ctx: _Context, node: Any, graph_var: str | None = None) -> Rel:
         value = _node(ctx, inner, node.expr)
         out = replace(inner, vars={**inner.vars, var: value}, maybe=inner.maybe | {var})
         return out
-    if name == "ToMultiSet":
-        inner_node = node.p
-        if inner_node.name == "values":
-            return _values(ctx, inner_node)
-        return _pattern(ctx, inner_node, graph_var)
-    if name == "values":
-        return _values(ctx, node)
+    if name in ("ToMultiSet", "values"):
+        inner_node = node.p if name == "ToMultiSet" else node
+        if inner_node.name != "values":
+            return _pattern(ctx, inner_node, graph_var)
+        rel = _values(ctx, inner_node)
+        if graph_var is not None:  # inside GRAPH ?g the rows pair with each graph in turn
+            rel = _join(ctx, _bgp(ctx, [], graph_var), rel)
+        return rel
     if name == "Graph":
         if graph_var is not None:
             raise Unsupported("nested GRAPH")

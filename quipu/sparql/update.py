@@ -4,13 +4,24 @@ rdflib parses the request; the operations run here, in order, over an overlay: t
 state (read through the write connection, so nothing can commit in between) plus this request's
 pending changes, so each ``WHERE`` sees what the earlier operations did. Nothing is written until
 every operation has run. Then the net difference per graph is written: deletions close every
-owner's claims, insertions of statements that are not visible become claims under the declared
-source, one transaction per changed graph (ROOT first, then ascending graph id), all inside one
-database transaction.
+owner's claims (closure stamp = now), insertions of statements that are not visible become
+claims with ``valid_from`` = now under the declared source, one transaction per changed graph
+(ROOT first, then ascending graph id), all inside one database transaction.
 
 Statements are compared the way the store compares them: subjects and predicates by IRI or skolem
 key, objects by IRI/key or by their encoded literal bytes (DM §2), so ``"01"^^xsd:integer`` and
-``"1"^^xsd:integer`` are one statement here as they are in the store.
+``"1"^^xsd:integer`` are one statement here as they are in the store. A literal the store cannot
+encode (``"abc"^^xsd:integer``) is refused with ``BadLiteral`` in data and templates, as knot
+refuses it; in a ``WHERE`` pattern it simply matches nothing.
+
+Dataset: the default graph is ROOT; ``WITH <g>`` makes ``g`` the default of ``WHERE`` and of the
+templates; ``USING``/``USING NAMED`` replace the dataset of ``WHERE`` as ``FROM``/``FROM NAMED``
+do in SPARQL (``USING`` alone activates no named graph, ``USING NAMED`` alone gives an empty
+default graph). Graph management: a graph exists when it is registered or this request created
+it; CLEAR/DROP retract statements (a dropped graph stays registered, rows are never deleted);
+NAMED/ALL reach committed graphs that are not companions or overlays (and never the meta-graph);
+graphs that receive inserts, or are CREATEd, are registered in the same database transaction.
+``LOAD`` is refused (quipu never fetches); ``LOAD SILENT`` is a no-op, as SILENT asks.
 
 Not here yet (the features do not exist): the vocabulary and SHACL gates (rule 8), the workflow
 guard (rule 9), authenticated identity (rule 10's ``transaction_auth``), semantic events
@@ -814,14 +825,15 @@ def _check_writable(state: _State, key: str) -> None:
         raise WriteRefused(f"graph {key} is an overlay — write through overlay_write", field="graph")
 
 
-def _check_inserted_iris(plans: Sequence[_GraphPlan]) -> set[str]:
+def _check_inserted_iris(plans: Sequence[_GraphPlan], new_graphs: Iterable[str]) -> set[str]:
+    """Every IRI the write will intern must be absolute; returns those of the statements."""
     keys: set[str] = set()
     for plan in plans:
         for s, p, o in plan.inserts:
             keys.update((s, p))
             if isinstance(o, str):
                 keys.add(o)
-    for key in keys:
+    for key in keys | set(new_graphs):
         if key.startswith("_:"):
             continue
         try:
@@ -846,7 +858,7 @@ def _write(
     new_graphs = {k for k in new_graphs if k is not None and state.gid(k) is None}
     for key in sorted({p.key for p in plans if p.key is not None} | new_graphs):
         _check_writable(state, key)
-    iris = _check_inserted_iris(plans)
+    iris = _check_inserted_iris(plans, new_graphs)
     stamp = times.now()
     for key in sorted(new_graphs):
         register_graph_in(db, ctx, key, actor=actor, timestamp=stamp)

@@ -92,11 +92,13 @@ def test_fixture_is_at_revision_1() -> None:
 
 
 def test_opening_rev1_upgrades_to_head(upgraded: KnowledgeBase, rev1_copy: Path) -> None:
-    assert head_revision() == "0002"
-    assert upgraded.db.schema_revision() == "0002"
-    assert _raw(rev1_copy, "SELECT version_num FROM alembic_version") == [("0002",)]
+    assert head_revision() == "0003"
+    assert upgraded.db.schema_revision() == "0003"
+    assert _raw(rev1_copy, "SELECT version_num FROM alembic_version") == [("0003",)]
     columns = {row[1] for row in _raw(rev1_copy, "PRAGMA table_info(facts)")}
     assert "v_num" in columns
+    assert "dup" in columns
+    assert _raw(rev1_copy, "SELECT DISTINCT dup FROM facts") == [(0,)]  # one owner per statement
 
 
 def test_v_num_backfilled(upgraded: KnowledgeBase, rev1_copy: Path) -> None:
@@ -320,3 +322,24 @@ def test_partial_indexes_match_metadata(tmp_path: Path) -> None:
                 assert sql.split(" WHERE ", 1)[1].strip() == str(where), index.name
             columns = sql.split("(", 1)[1].split(")", 1)[0]
             assert [c.strip() for c in columns.split(",")] == [c.name for c in index.columns], index.name
+
+
+def test_dup_backfill_marks_all_live_claims_but_the_oldest(tmp_path: Path) -> None:
+    path = tmp_path / "owners.db"
+    ex = "http://example.org/"
+    with quipu.open(str(path)) as kb:
+        for source in ("a", "b", "c"):
+            kb.knot(f"<{ex}s> <{ex}p> <{ex}o> .", "nt", source=source)
+        kb.knot(f"<{ex}s> <{ex}q> 1 .", "turtle", source="a")
+    expected = _raw(path, "SELECT id, dup FROM facts ORDER BY id")
+    assert [dup for _id, dup in expected] == [0, 1, 1, 0]
+    # back to revision 2 without the column, as a file from before it would be
+    conn = sqlite3.connect(path)
+    conn.execute("ALTER TABLE facts DROP COLUMN dup")
+    conn.execute("UPDATE alembic_version SET version_num = '0002'")
+    conn.commit()
+    conn.close()
+    with quipu.open(str(path)) as kb:
+        assert kb.db.schema_revision() == "0003"
+        assert kb.query("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }")[0]["n"].toPython() == 2  # type: ignore[index]
+    assert _raw(path, "SELECT id, dup FROM facts ORDER BY id") == expected

@@ -221,6 +221,11 @@ class _Context:
         self.const_iris[k] = iri
         return k
 
+    def primary_claims(self, graph_var: str | None) -> bool:
+        """Whether ``dup = 0`` picks one claim per statement: in the current state, and within
+        one graph (a statement in two FROM graphs is still two rows to collapse)."""
+        return self.view.is_current and (graph_var is not None or len(self.view.graphs) <= 1)
+
     def named_graphs(self) -> list[int]:
         if self.named is not None:
             return sorted(self.named)
@@ -257,7 +262,8 @@ def _constant(ctx: _Context, term: RdfNode) -> Node:
 
 
 def _bgp(ctx: _Context, triples: list[Any], graph_var: str | None) -> Rel:
-    rel = Rel(dedup=True)
+    primary = ctx.primary_claims(graph_var)
+    rel = Rel(dedup=not primary)
     if not triples:
         if graph_var is None:
             return Rel()
@@ -282,6 +288,8 @@ def _bgp(ctx: _Context, triples: list[Any], graph_var: str | None) -> Rel:
         f = ctx.alias()
         rel.froms.append(f)
         rel.conds.append(ctx.view.where(f))
+        if primary:
+            rel.conds.append(f.c.dup == 0)
         for term, column in ((s, f.c.e), (p, f.c.a)):
             name = _var(term)
             if name is None:
@@ -340,6 +348,8 @@ def _link(ctx: _Context, predicates: list[int] | None, negated: bool, inverse: b
     obj = func.coalesce(f.c.v_ref, f.c.v)
     start, end = (obj, f.c.e) if inverse else (f.c.e, obj)
     stmt = select(start.label("s"), end.label("o")).select_from(f).where(ctx.view.where(f))
+    if ctx.primary_claims(None):
+        stmt = stmt.where(f.c.dup == 0)
     if predicates is not None:
         items = [literal(p) for p in predicates]
         stmt = stmt.where(f.c.a.not_in(items) if negated else f.c.a.in_(items))
@@ -446,7 +456,8 @@ def _path_pattern(ctx: _Context, s: RdfNode, path: Any, o: RdfNode) -> Rel:
         sq = select(back.c.o.label("s"), back.c.s.label("o"), *extra).subquery(ctx.sub_name())
     else:
         sq = _path_sql(ctx, path, s_key).subquery(ctx.sub_name())
-    rel = Rel([sq], [], {}, set(), dedup=True, keys=[c for c in sq.c if c.key not in ("s", "o")])
+    keys = [c for c in sq.c if c.key not in ("s", "o")]
+    rel = Rel([sq], [], {}, set(), dedup=not ctx.primary_claims(None), keys=keys)
     if s_var is None:
         rel.conds.append(sq.c.s == s_key)
     else:

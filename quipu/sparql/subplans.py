@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from rdflib import URIRef, Variable
-from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
+from rdflib.graph import DATASET_DEFAULT_GRAPH_ID, Dataset
 from rdflib.plugins.sparql import CUSTOM_EVALS
 from rdflib.plugins.sparql.parserutils import CompValue
 from rdflib.plugins.sparql.sparql import FrozenBindings, QueryContext
@@ -45,7 +45,9 @@ def install() -> None:
 def _evaluate(ctx: QueryContext, part: CompValue) -> Iterator[FrozenBindings]:
     if part.name not in _PARTS:
         raise NotImplementedError
-    store = getattr(ctx.dataset, "store", None) if ctx.dataset is not None else None
+    # ctx.graph, not ctx.dataset: the latter raises for queries on a plain rdflib Graph, and
+    # this hook sees every rdflib query in the process
+    store = getattr(ctx.graph, "store", None)
     plans = getattr(store, "subplans", None)
     if not isinstance(store, QuipuView) or not isinstance(plans, SubPlans):
         raise NotImplementedError
@@ -54,7 +56,7 @@ def _evaluate(ctx: QueryContext, part: CompValue) -> Iterator[FrozenBindings]:
         raise NotImplementedError  # rdflib is joining on these: its own lookups are indexed
     view = store.view
     # rdflib reads the default graph through the Dataset itself, and GRAPH through a context
-    ident = None if ctx.graph is None or ctx.graph is ctx.dataset else ctx.graph.identifier
+    ident = None if isinstance(ctx.graph, Dataset) else ctx.graph.identifier
     if ident is not None and ident != DATASET_DEFAULT_GRAPH_ID:
         if not isinstance(ident, URIRef):
             raise NotImplementedError

@@ -85,6 +85,10 @@ facts = Table(
     Column("op", SmallInteger, nullable=False),
     # Revision 2: numeric shadow of Int/Float/numeric literals, for SQL comparison and ordering.
     Column("v_num", Float),
+    # Revision 3: 1 on a live claim written while its statement already had one (a second
+    # owner). Exactly one live claim per statement has 0, so a current-state query reads each
+    # statement once without DISTINCT. Only the current state: history keeps whatever it had.
+    Column("dup", SmallInteger, nullable=False, server_default="0"),
     # Index design [changed from DM §14.1]: four full indexes instead of three partial "live"
     # ones, three history ones and UNIQUE(tx, g, e, a, vh). Every insert maintains each index,
     # and the duplicates cost about half the write time and half the file (measured in the

@@ -15,7 +15,9 @@ from sqlalchemy import (
     Connection,
     Text,
     bindparam,
+    case,
     exists,
+    func,
     insert,
     literal,
     select,
@@ -191,6 +193,17 @@ def _insert_unowned() -> Insert:
         t.c.id == f.c.tx,
         t.c.source.is_not_distinct_from(bindparam("src", type_=Text)),
     )
+    other = facts.alias("other")
+    # A second owner's claim is marked, so current reads see the statement once (facts.dup).
+    live_already = exists().where(
+        other.c.g == bindparam("g"),
+        other.c.e == st.e,
+        other.c.a == st.a,
+        other.c.vh == st.vh,
+        other.c.v == st.v,
+        other.c.op == OP_ASSERT,
+        other.c.valid_to.is_(None),
+    )
     chosen = select(
         st.e,
         st.a,
@@ -202,8 +215,9 @@ def _insert_unowned() -> Insert:
         bindparam("tx"),
         bindparam("vf", type_=Text),
         literal(OP_ASSERT),
+        case((live_already, 1), else_=0),
     ).where(~owned)
-    return insert(facts).from_select(list(_CLAIM_COLUMNS), chosen)
+    return insert(facts).from_select([*_CLAIM_COLUMNS, "dup"], chosen)
 
 
 _INSERT_UNOWNED = _insert_unowned()
@@ -266,7 +280,44 @@ def close_claims(
     earliest: _Closed = {}
     for cond in batches:
         _close(ctx, tx, update(facts).where(*cond), earliest)
+    if claim_ids is not None:  # other owners' claims may remain live: one must be primary
+        _promote(ctx, tx.graph, [row for row, _vf in earliest.values()])
     return _record_retractions(ctx, tx, earliest)
+
+
+def _promote_statement() -> Update:
+    """Mark the oldest remaining live claim primary (dup = 0) when none is."""
+    f, g = facts.alias("f"), facts.alias("g")
+    same = [
+        f.c.g == bindparam("b_g"),
+        f.c.e == bindparam("b_e"),
+        f.c.a == bindparam("b_a"),
+        f.c.vh == bindparam("b_vh"),
+        f.c.v == bindparam("b_v"),
+        f.c.op == OP_ASSERT,
+        f.c.valid_to.is_(None),
+    ]
+    oldest = select(func.min(f.c.id)).where(*same).scalar_subquery()
+    has_primary = exists().where(
+        g.c.g == bindparam("b_g"),
+        g.c.e == bindparam("b_e"),
+        g.c.a == bindparam("b_a"),
+        g.c.vh == bindparam("b_vh"),
+        g.c.v == bindparam("b_v"),
+        g.c.op == OP_ASSERT,
+        g.c.valid_to.is_(None),
+        g.c.dup == 0,
+    )
+    return update(facts).where(facts.c.id == oldest, ~has_primary).values(dup=0)
+
+
+_PROMOTE = _promote_statement()
+
+
+def _promote(ctx: WriteContext, graph: int, rows: Sequence[Row]) -> None:
+    prepared = ctx.dialect.prepared(_PROMOTE)
+    for e, a, v, vh, _ref, _num in rows:
+        prepared.run(ctx.conn, {"b_g": graph, "b_e": e, "b_a": a, "b_vh": vh, "b_v": v})
 
 
 # Closed statements → (row, earliest valid_from among their closed claims).

@@ -96,7 +96,7 @@ def test_plan_says_which_path_ran(kb: KnowledgeBase) -> None:
     assert kb.query_result(f"SELECT ?o WHERE {{ <{EX}a> <{EX}p>+ ?o }}").plan == "sql"
     kb.create_graph(EX + "g")
     in_graphs = f"SELECT ?g ?o WHERE {{ GRAPH ?g {{ <{EX}a> <{EX}p>+ ?o }} }}"
-    assert kb.query_result(in_graphs).plan == "rdflib"
+    assert kb.query_result(in_graphs).plan == "mixed"  # rdflib per graph, each path in SQL
     assert kb.query_result(f"DESCRIBE <{EX}a>").plan == "rdflib"
     assert kb.query_result("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }").plan == "sql"
     cast = "SELECT ?o WHERE { ?s ?p ?o FILTER(<http://www.w3.org/2001/XMLSchema#integer>(?o) > 1) }"
@@ -179,3 +179,16 @@ def test_parts_that_compile_run_as_sql_inside_rdflib_evaluation(tmp_path: Path) 
     assert answers[True] == answers[False]
     assert answers[True][0] == [{"s": URIRef(EX + "a"), "x": URIRef(EX + "b#x")}]
     assert [row["o"] for row in answers[True][1]] == [URIRef(EX + "b"), URIRef(EX + "c")]
+
+
+def test_the_sub_plan_hook_leaves_other_rdflib_queries_alone(kb: KnowledgeBase) -> None:
+    from rdflib import Graph
+
+    kb.knot(f"<{EX}a> <{EX}p> <{EX}b> .", "nt")
+    kb.query_result(
+        f'SELECT ?x WHERE {{ ?s <{EX}p> ?o BIND(IRI(CONCAT(STR(?o), "x")) AS ?x) }}'
+    )  # installs it
+    plain = Graph()
+    plain.add((URIRef(EX + "a"), URIRef(EX + "p"), URIRef(EX + "b")))
+    rows = list(plain.query(f"SELECT ?o WHERE {{ <{EX}a> <{EX}p> ?o }}"))
+    assert [row[0] for row in rows] == [URIRef(EX + "b")]  # type: ignore[index]

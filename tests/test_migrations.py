@@ -341,5 +341,6 @@ def test_dup_backfill_marks_all_live_claims_but_the_oldest(tmp_path: Path) -> No
     conn.close()
     with quipu.open(str(path)) as kb:
         assert kb.db.schema_revision() == "0003"
-        assert kb.query("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }")[0]["n"].toPython() == 2  # type: ignore[index]
+        rows = kb.query("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }")
+        assert isinstance(rows, list) and str(rows[0]["n"]) == "2"
     assert _raw(path, "SELECT id, dup FROM facts ORDER BY id") == expected

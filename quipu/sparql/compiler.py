@@ -456,7 +456,7 @@ def _path_pattern(ctx: _Context, s: RdfNode, path: Any, o: RdfNode) -> Rel:
         sq = select(back.c.o.label("s"), back.c.s.label("o"), *extra).subquery(ctx.sub_name())
     else:
         sq = _path_sql(ctx, path, s_key).subquery(ctx.sub_name())
-    keys = [c for c in sq.c if c.key not in ("s", "o")]
+    keys: list[Col] = [c for c in sq.c if c.key not in ("s", "o")]
     rel = Rel([sq], [], {}, set(), dedup=not ctx.primary_claims(None), keys=keys)
     if s_var is None:
         rel.conds.append(sq.c.s == s_key)

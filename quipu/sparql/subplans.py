@@ -56,7 +56,7 @@ def _evaluate(ctx: QueryContext, part: CompValue) -> Iterator[FrozenBindings]:
         raise NotImplementedError  # rdflib is joining on these: its own lookups are indexed
     view = store.view
     # rdflib reads the default graph through the Dataset itself, and GRAPH through a context
-    ident = None if isinstance(ctx.graph, Dataset) else ctx.graph.identifier
+    ident = None if ctx.graph is None or isinstance(ctx.graph, Dataset) else ctx.graph.identifier
     if ident is not None and ident != DATASET_DEFAULT_GRAPH_ID:
         if not isinstance(ident, URIRef):
             raise NotImplementedError

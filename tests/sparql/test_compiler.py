@@ -166,7 +166,7 @@ def test_parts_that_compile_run_as_sql_inside_rdflib_evaluation(tmp_path: Path) 
         # a path under GRAPH ?g is evaluated per graph by rdflib, each graph's path in SQL
         f"SELECT ?g ?o WHERE {{ GRAPH ?g {{ <{EX}a> <{EX}p>+ ?o }} }}",
     ]
-    answers: dict[bool, list[list[dict[str, object]]]] = {}
+    answers: dict[bool, list[list[dict[str, Node]]]] = {}
     for compiled in (True, False):
         with quipu.open(str(tmp_path / "kb.db"), sparql_compiler=compiled) as kb:
             if compiled:

@@ -283,6 +283,18 @@ def _run_compiled(db: Database, conn: Connection, compiled_plan: _Plan, max_rows
     return QueryResult("SELECT", variables=plan.variables, table=table, truncated=truncated, plan=how)
 
 
+_TERM_CELLS = 500_000  # cells kept per store: term ids never change meaning
+_cells: WeakKeyDictionary[Database, dict[int, Cell]] = WeakKeyDictionary()
+
+
+def _term_cells(db: Database) -> dict[int, Cell]:
+    found = _cells.get(db)
+    if found is None:
+        with _plans_lock:
+            found = _cells.setdefault(db, {})
+    return found
+
+
 def _decode_rows(
     db: Database, conn: Connection, plan: Compiled, rows: list[Any]
 ) -> list[tuple[Cell | None, ...]]:
@@ -296,10 +308,16 @@ def _decode_rows(
                 ids.add(tid)
             elif (raw := row[2 * k + 1]) is not None and (ref := values.ref_id(raw)) is not None:
                 ids.add(ref)
-    stored = [i for i in ids if i > 0]
-    terms = {tid: iri_cell(iri) for tid, iri in db.terms.iris(conn, stored).items()} if stored else {}
-    for tid, iri in plan.const_iris.items():
-        terms[tid] = iri_cell(iri)
+    known = _term_cells(db)
+    missing = [i for i in ids if i > 0 and i not in known]
+    if missing:
+        if len(known) + len(missing) > _TERM_CELLS:
+            known = _cells[db] = {}  # a fresh dict: another query may be reading the old one
+        for tid, iri in db.terms.iris(conn, missing).items():
+            known[tid] = iri_cell(iri)
+    terms: dict[int, Cell] = known
+    if plan.const_iris:
+        terms = {**known, **{tid: iri_cell(iri) for tid, iri in plan.const_iris.items()}}
     literals: dict[bytes, Cell] = {}
 
     def cell(tid: int | None, raw: Any) -> Cell | None:

@@ -1,0 +1,494 @@
+"""SPARQL expressions as SQL conditions (``ColumnElement[bool]``, NULL for an error) and values
+(``Node``). SPARQL's value rules that SQL lacks come from ``quipu.store.sqlfunctions``; a
+function with no SQL form is evaluated by rdflib per row (``callbacks``), which makes the plan
+"mixed".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from rdflib import Literal, URIRef, Variable
+from rdflib.plugins.sparql.parserutils import CompValue, Expr
+from sqlalchemy import ColumnElement, and_, case, exists, false, func, literal, not_, null, or_, select, true
+from sqlalchemy.types import Text
+
+from quipu.errors import BadLiteral
+from quipu.sparql import callbacks
+from quipu.sparql.relations import (
+    UNBOUND,
+    XSD_STRING_REF,
+    Col,
+    Context,
+    Node,
+    Rel,
+    Unsupported,
+    constant,
+    encoding,
+    is_bound,
+    is_unbound,
+    same_term,
+)
+from quipu.store import sqlfunctions, values
+from quipu.store.schema import terms
+
+
+def iri_text(ctx: Context, id_col: Col) -> Col:
+    text: Col = select(terms.c.iri).where(terms.c.id == id_col).scalar_subquery()
+    if ctx.const_iris:
+        text = func.coalesce(text, case(*((id_col == k, iri) for k, iri in ctx.const_iris.items())))
+    return text
+
+
+def condition(ctx: Context, rel: Rel, expr: Any) -> ColumnElement[bool]:
+    """The effective boolean value of ``expr`` as an SQL condition (NULL = a SPARQL error)."""
+    got = _expr(ctx, rel, expr)
+    if isinstance(got, Node):
+        if not got.has_v:
+            return literal(None)  # IRIs and blank nodes have no EBV
+        return func.q_ebv(encoding(got)) == 1
+    return got
+
+
+def value_of(ctx: Context, rel: Rel, expr: Any) -> Node:
+    got = _expr(ctx, rel, expr)
+    if isinstance(got, Node):
+        return got
+    return Node(null(), func.q_bool(case((got, 1), (not_(got), 0))), has_id=False)
+
+
+class _IriText:
+    """A computed IRI known only by its text (DATATYPE): usable in comparisons with IRIs."""
+
+    def __init__(self, text: Col) -> None:
+        self.text = text
+
+
+def _expr(ctx: Context, rel: Rel, expr: Any) -> Node | ColumnElement[bool]:
+    if isinstance(expr, Variable):
+        return rel.vars.get(str(expr), UNBOUND)
+    if isinstance(expr, (URIRef, Literal)):
+        return constant(ctx, expr)
+    if not isinstance(expr, Expr | CompValue):
+        raise Unsupported(f"expression {type(expr).__name__}")
+    name = expr.name
+    if not ctx.db.dialect.sparql_functions and name not in _PLAIN_SQL:
+        raise Unsupported(f"{name} needs the SPARQL SQL functions")
+    handler = _HANDLERS.get(name)
+    if handler is None:
+        return _via_rdflib(ctx, rel, expr)
+    got: Node | ColumnElement[bool] = handler(ctx, rel, expr)
+    return got
+
+
+def _via_rdflib(ctx: Context, rel: Rel, expr: Any) -> Node:
+    """A function with no SQL: rdflib evaluates it per row, called from the statement."""
+    if not callbacks.can_call(expr):
+        raise Unsupported(f"the function {expr.name}")
+    names = callbacks.free_variables(expr)
+    args: list[Col] = []
+    for name in names:
+        x = rel.vars.get(name, UNBOUND)
+        args.append(encoding(x) if x.has_v else (func.q_ref(x.id) if x.has_id else null()))
+        args.append(iri_text(ctx, x.id) if x.has_id else null())
+    key = sqlfunctions.callback_key(callbacks.evaluator(expr, names))
+    ctx.mixed = True
+    return Node(null(), func.q_call(key, *args), has_id=False)
+
+
+def _bool(ctx: Context, rel: Rel, expr: Any) -> ColumnElement[bool]:
+    got = _expr(ctx, rel, expr)
+    if isinstance(got, Node):
+        return func.q_ebv(encoding(got)) == 1 if got.has_v else literal(None)
+    return got
+
+
+def _and(ctx: Context, rel: Rel, e: Any) -> ColumnElement[bool]:
+    parts = [_bool(ctx, rel, e.expr)] + [_bool(ctx, rel, o) for o in e.other or []]
+    return and_(*parts) if len(parts) > 1 else parts[0]
+
+
+def _or(ctx: Context, rel: Rel, e: Any) -> ColumnElement[bool]:
+    parts = [_bool(ctx, rel, e.expr)] + [_bool(ctx, rel, o) for o in e.other or []]
+    return or_(*parts) if len(parts) > 1 else parts[0]
+
+
+def _not(ctx: Context, rel: Rel, e: Any) -> ColumnElement[bool]:
+    return not_(_bool(ctx, rel, e.expr))
+
+
+def _text_of(ctx: Context, rel: Rel, expr: Any) -> _IriText | None:
+    if isinstance(expr, CompValue) and expr.name == "Builtin_DATATYPE":
+        x = value_of(ctx, rel, expr.arg)
+        return _IriText(func.q_dt(encoding(x)) if x.has_v else literal(None))
+    if isinstance(expr, URIRef):
+        return _IriText(literal(str(expr)))
+    return None
+
+
+def _equal(ctx: Context, rel: Rel, a: Any, b: Any) -> ColumnElement[bool]:
+    ta, tb = _text_of(ctx, rel, a), _text_of(ctx, rel, b)
+    if ta is not None and tb is not None:
+        return ta.text == tb.text
+    if (ta is not None or tb is not None) and any(
+        isinstance(t, CompValue) and t.name == "Builtin_DATATYPE" for t in (a, b)
+    ):
+        raise Unsupported("DATATYPE() compared with a non-IRI")
+    x, y = value_of(ctx, rel, a), value_of(ctx, rel, b)
+    if isinstance(b, URIRef) or isinstance(a, URIRef):
+        const, other = (y, x) if isinstance(b, URIRef) else (x, y)
+        # an IRI equals only itself; any literal is simply different; unbound is an error
+        if not other.has_v:
+            return other.id == const.id
+        return case((other.id.is_not(None), other.id == const.id), (other.v.is_not(None), false()))
+    if not x.has_v or not y.has_v:
+        if not x.has_v and not y.has_v:
+            return x.id == y.id
+        return case(
+            (and_(is_bound(x), is_bound(y)), func.coalesce(x.id == y.id, false())),
+        )
+    if x.n is not None and y.n is not None:
+        return func.coalesce(x.n == y.n, func.q_eq(encoding(x), encoding(y)) == 1)
+    return func.q_eq(encoding(x), encoding(y)) == 1
+
+
+_FLIP = {"<": "<", ">": ">", "<=": "<=", ">=": ">="}
+
+
+def _relational(ctx: Context, rel: Rel, e: Any) -> ColumnElement[bool] | Node:
+    op = e.op
+    if op is None:
+        return _expr(ctx, rel, e.expr)
+    op = str(op)
+    if op in ("IN", "NOT IN"):
+        others = list(e.other)
+        if not others:
+            return false() if op == "IN" else true()
+        hit = (
+            or_(*(_equal(ctx, rel, e.expr, o) for o in others))
+            if len(others) > 1
+            else _equal(ctx, rel, e.expr, others[0])
+        )
+        return hit if op == "IN" else not_(hit)
+    if op == "=":
+        return _equal(ctx, rel, e.expr, e.other)
+    if op == "!=":
+        return not_(_equal(ctx, rel, e.expr, e.other))
+    x, y = value_of(ctx, rel, e.expr), value_of(ctx, rel, e.other)
+    if not x.has_v or not y.has_v:
+        return literal(None)  # IRIs do not order under < (a type error)
+    if x.n is not None and y.n is not None:
+        sql = {"<": x.n < y.n, ">": x.n > y.n, "<=": x.n <= y.n, ">=": x.n >= y.n}[op]
+        if _is_number_constant(e.other) or _is_number_constant(e.expr):
+            return sql  # a number against a number constant: NULL when ?x is no number
+        cmp = func.q_cmp(encoding(x), encoding(y))
+        return func.coalesce(sql, {"<": cmp < 0, ">": cmp > 0, "<=": cmp <= 0, ">=": cmp >= 0}[op])
+    cmp = func.q_cmp(encoding(x), encoding(y))
+    return {"<": cmp < 0, ">": cmp > 0, "<=": cmp <= 0, ">=": cmp >= 0}[op]
+
+
+def _is_number_constant(term: Any) -> bool:
+    return isinstance(term, Literal) and values.numeric(_lit_enc(term) or b"\x01") is not None
+
+
+def _lit_enc(term: Literal) -> bytes | None:
+    try:
+        return values.literal(str(term), str(term.datatype) if term.datatype else None, term.language)
+    except BadLiteral:
+        return None
+
+
+def _arith(ctx: Context, rel: Rel, e: Any) -> Node:
+    ops = e.op or []
+    if isinstance(ops, str):
+        ops = [ops]
+    others = e.other or []
+    if not isinstance(others, list):
+        others = [others]
+    acc = value_of(ctx, rel, e.expr)
+    if not ops:
+        return acc
+    for op, other in zip(ops, others, strict=True):
+        y = value_of(ctx, rel, other)
+        if not acc.has_v or not y.has_v:
+            return Node(null(), null(), has_id=False)
+        v = func.q_arith(str(op), encoding(acc), encoding(y))
+        acc = Node(null(), v, has_id=False)
+    return acc
+
+
+def _unary_minus(ctx: Context, rel: Rel, e: Any) -> Node:
+    x = value_of(ctx, rel, e.expr)
+    return Node(null(), func.q_neg(encoding(x)) if x.has_v else null(), has_id=False)
+
+
+def _unary_plus(ctx: Context, rel: Rel, e: Any) -> Node:
+    x = value_of(ctx, rel, e.expr)
+    return Node(
+        null(), func.q_arith("+", encoding(x), values.integer(0)) if x.has_v else null(), has_id=False
+    )
+
+
+def _bound_fn(ctx: Context, rel: Rel, e: Any) -> ColumnElement[bool]:
+    x = _expr(ctx, rel, e.arg)
+    if not isinstance(x, Node):
+        return true()
+    if not x.has_id and not x.has_v:
+        return false()
+    return is_bound(x)
+
+
+def _is_iri(ctx: Context, rel: Rel, e: Any) -> ColumnElement[bool]:
+    x = value_of(ctx, rel, e.arg)
+    if not x.has_id:
+        return case((x.v.is_not(None), false()))
+    blank = func.substr(iri_text(ctx, x.id), 1, 2) == "_:"
+    return case((x.id.is_not(None), not_(blank)), (x.v.is_not(None) if x.has_v else false(), false()))
+
+
+def _is_blank(ctx: Context, rel: Rel, e: Any) -> ColumnElement[bool]:
+    x = value_of(ctx, rel, e.arg)
+    if not x.has_id:
+        return case((x.v.is_not(None), false()))
+    blank = func.substr(iri_text(ctx, x.id), 1, 2) == "_:"
+    return case((x.id.is_not(None), blank), (x.v.is_not(None) if x.has_v else false(), false()))
+
+
+def _is_literal(ctx: Context, rel: Rel, e: Any) -> ColumnElement[bool]:
+    x = value_of(ctx, rel, e.arg)
+    if not x.has_v:
+        return case((x.id.is_not(None), false()))
+    if not x.has_id:
+        return case((x.v.is_not(None), true()))
+    return case((x.id.is_not(None), false()), (x.v.is_not(None), true()))
+
+
+def _is_numeric(ctx: Context, rel: Rel, e: Any) -> ColumnElement[bool]:
+    x = value_of(ctx, rel, e.arg)
+    if not x.has_v:
+        return case((x.id.is_not(None), false()))
+    return func.q_isnumeric(encoding(x)) == 1
+
+
+def _same_term_fn(ctx: Context, rel: Rel, e: Any) -> ColumnElement[bool]:
+    x, y = value_of(ctx, rel, e.arg1), value_of(ctx, rel, e.arg2)
+    if not x.has_v or not y.has_v:
+        return case((and_(is_bound(x), is_bound(y)), func.coalesce(x.id == y.id, false())))
+    return case((and_(is_bound(x), is_bound(y)), encoding(x) == encoding(y)))
+
+
+def _str(ctx: Context, rel: Rel, e: Any) -> Node:
+    x = value_of(ctx, rel, e.arg)
+    lit = func.q_simple(func.q_lex(x.v)) if x.has_v else null()
+    if not x.has_id:
+        return Node(null(), lit, has_id=False)
+    return Node(
+        null(), case((x.id.is_not(None), func.q_iristr(iri_text(ctx, x.id))), else_=lit), has_id=False
+    )
+
+
+def _lang(ctx: Context, rel: Rel, e: Any) -> Node:
+    x = value_of(ctx, rel, e.arg)
+    return Node(null(), func.q_simple(func.q_lang(encoding(x))) if x.has_v else null(), has_id=False)
+
+
+def _str1(fn: str) -> Callable[[Context, Rel, Any], Node]:
+    def handler(ctx: Context, rel: Rel, e: Any) -> Node:
+        x = value_of(ctx, rel, e.arg)
+        return Node(null(), func.q_strfn1(fn, encoding(x)) if x.has_v else null(), has_id=False)
+
+    return handler
+
+
+def _str2_bool(fn: str) -> Callable[[Context, Rel, Any], ColumnElement[bool]]:
+    def handler(ctx: Context, rel: Rel, e: Any) -> ColumnElement[bool]:
+        x, y = value_of(ctx, rel, e.arg1), value_of(ctx, rel, e.arg2)
+        if not x.has_v or not y.has_v:
+            return literal(None)
+        general = func.q_strfn2(fn, encoding(x), encoding(y)) == 1
+        needle = e.arg2
+        if not (
+            isinstance(needle, Literal)
+            and needle.language is None
+            and needle.datatype in (None, XSD_STRING_REF)
+        ):
+            return general
+        # A simple-string constant against a stored simple string: plain SQL on the bytes
+        # after the tag, no Python per row (other values keep the full SPARQL rules).
+        text = func.cast(func.substr(x.v, 2), Text)
+        n = len(str(needle))
+        fast = {
+            "CONTAINS": func.instr(text, str(needle)) > 0,
+            "STRSTARTS": func.substr(text, 1, n) == str(needle),
+            "STRENDS": func.substr(text, -n, n) == str(needle) if n else true(),
+        }[fn]
+        return case((func.substr(x.v, 1, 1) == values.string(""), fast), else_=general)
+
+    return handler
+
+
+def _str2_node(fn: str) -> Callable[[Context, Rel, Any], Node]:
+    def handler(ctx: Context, rel: Rel, e: Any) -> Node:
+        x, y = value_of(ctx, rel, e.arg1), value_of(ctx, rel, e.arg2)
+        if not x.has_v or not y.has_v:
+            return Node(null(), null(), has_id=False)
+        return Node(null(), func.q_strfn2(fn, encoding(x), encoding(y)), has_id=False)
+
+    return handler
+
+
+def _regex(ctx: Context, rel: Rel, e: Any) -> ColumnElement[bool]:
+    x, p = value_of(ctx, rel, e.text), value_of(ctx, rel, e.pattern)
+    if not x.has_v or not p.has_v:
+        return literal(None)
+    flags = e.flags
+    if flags is None:
+        return func.q_regex2(encoding(x), encoding(p)) == 1
+    f = value_of(ctx, rel, flags)
+    return func.q_regex3(encoding(x), encoding(p), encoding(f)) == 1
+
+
+def _if(ctx: Context, rel: Rel, e: Any) -> Node:
+    c = _bool(ctx, rel, e.arg1)
+    a, b = value_of(ctx, rel, e.arg2), value_of(ctx, rel, e.arg3)
+    return Node(
+        case((c, a.id), (not_(c), b.id)) if (a.has_id or b.has_id) else null(),
+        case((c, a.v), (not_(c), b.v)) if (a.has_v or b.has_v) else null(),
+        has_id=a.has_id or b.has_id,
+        has_v=a.has_v or b.has_v,
+        v_full=(a.v_full or not a.has_id) and (b.v_full or not b.has_id),
+    )
+
+
+def _coalesce(ctx: Context, rel: Rel, e: Any) -> Node:
+    args = [value_of(ctx, rel, a) for a in _arg_list(e.arg)]
+    if not args:
+        return Node(null(), null(), has_id=False)
+    whens_id = [(is_bound(a), a.id) for a in args]
+    whens_v = [(is_bound(a), a.v) for a in args]
+    return Node(
+        case(*whens_id) if any(a.has_id for a in args) else null(),
+        case(*whens_v) if any(a.has_v for a in args) else null(),
+        has_id=any(a.has_id for a in args),
+        has_v=any(a.has_v for a in args),
+        v_full=all(a.v_full or not a.has_id for a in args),
+    )
+
+
+def _exists(negated: bool) -> Callable[[Context, Rel, Any], ColumnElement[bool]]:
+    def handler(ctx: Context, rel: Rel, e: Any) -> ColumnElement[bool]:
+        inner = ctx.pattern(ctx, e.graph)
+        if inner.empty:
+            return true() if negated else false()
+        conds = list(inner.conds)
+        for name, y in inner.vars.items():
+            x = rel.vars.get(name)
+            if x is None:
+                continue
+            if name in rel.maybe:
+                conds.append(or_(is_unbound(x), same_term(x, y)))
+            else:
+                conds.append(same_term(x, y))
+        sub = select(literal(1))
+        if inner.froms:
+            sub = sub.select_from(*inner.froms)
+        found = exists(sub.where(*conds)) if conds else exists(sub)
+        return not_(found) if negated else found
+
+    return handler
+
+
+def _literal_fn(fn: str, *params: str) -> Callable[[Context, Rel, Any], Node]:
+    """A function of literal arguments computed by ``sqlfunctions`` (NULL on a type error)."""
+
+    def handler(ctx: Context, rel: Rel, e: Any) -> Node:
+        args: list[Col] = []
+        for param in params:
+            term = getattr(e, param)
+            if term is None:
+                continue
+            x = value_of(ctx, rel, term)
+            if isinstance(term, URIRef):  # an IRI argument (STRDT's datatype) goes in as text
+                args.append(literal(values.string(str(term))))
+            elif not x.has_v:
+                return Node(null(), null(), has_id=False)
+            else:
+                args.append(encoding(x))
+        name = fn if fn not in ("q_replace",) else f"{fn}{len(args)}"
+        return Node(null(), getattr(func, name)(*args), has_id=False)
+
+    return handler
+
+
+def _arg_list(arg: Any) -> list[Any]:
+    """A variadic function's arguments (the parser leaves a bare token for an empty list)."""
+    if isinstance(arg, list):
+        return arg
+    return [] if arg is None or arg == URIRef(values.RDF + "nil") else [arg]
+
+
+def _concat(ctx: Context, rel: Rel, e: Any) -> Node:
+    args = [value_of(ctx, rel, a) for a in _arg_list(e.arg)]
+    if any(not x.has_v for x in args):
+        return Node(null(), null(), has_id=False)
+    return Node(null(), func.q_concat(*(encoding(x) for x in args)), has_id=False)
+
+
+def _timezone(as_duration: int) -> Callable[[Context, Rel, Any], Node]:
+    def handler(ctx: Context, rel: Rel, e: Any) -> Node:
+        x = value_of(ctx, rel, e.arg)
+        return Node(null(), func.q_timezone(encoding(x), as_duration) if x.has_v else null(), has_id=False)
+
+    return handler
+
+
+_HANDLERS: dict[str, Callable[[Context, Rel, Any], Any]] = {
+    "ConditionalAndExpression": _and,
+    "ConditionalOrExpression": _or,
+    "UnaryNot": _not,
+    "RelationalExpression": _relational,
+    "AdditiveExpression": _arith,
+    "MultiplicativeExpression": _arith,
+    "UnaryMinus": _unary_minus,
+    "UnaryPlus": _unary_plus,
+    "Builtin_BOUND": _bound_fn,
+    "Builtin_isIRI": _is_iri,
+    "Builtin_isURI": _is_iri,
+    "Builtin_isBLANK": _is_blank,
+    "Builtin_isLITERAL": _is_literal,
+    "Builtin_isNUMERIC": _is_numeric,
+    "Builtin_sameTerm": _same_term_fn,
+    "Builtin_STR": _str,
+    "Builtin_LANG": _lang,
+    "Builtin_STRLEN": _str1("STRLEN"),
+    "Builtin_UCASE": _str1("UCASE"),
+    "Builtin_LCASE": _str1("LCASE"),
+    "Builtin_CONTAINS": _str2_bool("CONTAINS"),
+    "Builtin_STRSTARTS": _str2_bool("STRSTARTS"),
+    "Builtin_STRENDS": _str2_bool("STRENDS"),
+    "Builtin_STRBEFORE": _str2_node("STRBEFORE"),
+    "Builtin_STRAFTER": _str2_node("STRAFTER"),
+    "Builtin_REGEX": _regex,
+    "Builtin_IF": _if,
+    "Builtin_COALESCE": _coalesce,
+    "Builtin_CONCAT": _concat,
+    "Builtin_STRDT": _literal_fn("q_strdt", "arg1", "arg2"),
+    "Builtin_STRLANG": _literal_fn("q_strlang", "arg1", "arg2"),
+    "Builtin_REPLACE": _literal_fn("q_replace", "arg", "pattern", "replacement", "flags"),
+    "Builtin_TIMEZONE": _timezone(1),
+    "Builtin_TZ": _timezone(0),
+    "Builtin_EXISTS": _exists(False),
+    "Builtin_NOTEXISTS": _exists(True),
+}
+# Handlers that need no SQL function (they run on any backend).
+_PLAIN_SQL = frozenset(
+    {
+        "ConditionalAndExpression",
+        "ConditionalOrExpression",
+        "UnaryNot",
+        "Builtin_BOUND",
+        "Builtin_EXISTS",
+        "Builtin_NOTEXISTS",
+    }
+)

@@ -8,7 +8,7 @@ encodes the answer. The query stays one SQL statement; the plan says "mixed".
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from rdflib import BNode, Literal, URIRef, Variable
@@ -19,22 +19,13 @@ from rdflib.term import Node
 
 from quipu.errors import BadLiteral
 from quipu.sparql.cells import literal_cell, to_node
+from quipu.sparql.tree import leaves, walk
 from quipu.store import values
 
 # Functions whose answer can be an IRI or blank node: a literal encoding cannot carry it.
 RETURNS_TERM = frozenset({"Builtin_IRI", "Builtin_URI", "Builtin_BNODE", "Builtin_DATATYPE", "Builtin_UUID"})
 # Functions that need the dataset, which a per-row call does not have.
 NEEDS_DATASET = frozenset({"Builtin_EXISTS", "Builtin_NOTEXISTS"})
-
-
-def walk(node: Any) -> Iterator[Any]:
-    yield node
-    if isinstance(node, CompValue):
-        for value in node.values():
-            yield from walk(value)
-    elif isinstance(node, list | tuple):
-        for item in node:
-            yield from walk(item)
 
 
 def can_call(expr: Any) -> bool:
@@ -48,7 +39,7 @@ def can_call(expr: Any) -> bool:
 
 
 def free_variables(expr: Any) -> list[str]:
-    return sorted({str(part) for part in walk(expr) if isinstance(part, Variable)})
+    return sorted({str(part) for part in leaves(expr) if isinstance(part, Variable)})
 
 
 def _term(value: bytes | None, iri: str | None) -> Node | None:

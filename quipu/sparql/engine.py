@@ -17,7 +17,6 @@ from weakref import WeakKeyDictionary
 
 from pyparsing import ParseException
 from rdflib import BNode, Graph, URIRef, Variable, paths
-from rdflib.paths import Path
 from rdflib.plugins.sparql.evaluate import evalPart
 from rdflib.plugins.sparql.parserutils import CompValue
 from rdflib.plugins.sparql.processor import prepareQuery
@@ -30,6 +29,7 @@ from quipu.sparql import budget as budgets
 from quipu.sparql import subplans
 from quipu.sparql.cells import BNODE, LITERAL, URI, Cell, from_node, iri_cell, literal_cell, to_node
 from quipu.sparql.compiler import Compiled, Unsupported, compile_query
+from quipu.sparql.tree import walk
 from quipu.store import values
 from quipu.store.database import Database
 from quipu.store.dialect import Prepared
@@ -106,33 +106,14 @@ def _with_rdfs(text: str, base: str | None) -> Query:
     """The query with every ``?s rdf:type <T>`` pattern read as ``?s rdf:type/rdfs:subClassOf* <T>``
     (RDFS subclass entailment, on request only: plain ``a`` stays asserted-only, DM §13.3)."""
     query = _parse(text, base)  # a fresh tree: the cached one is shared
-    for part in _walk(query.algebra):
+    for part in walk(query.algebra):
         if part.name == "BGP":
             part["triples"] = [(s, _INFERRED_TYPE if p == _RDF_TYPE else p, o) for s, p, o in part.triples]
     return query
 
 
-def _walk(node: Any) -> Any:
-    if isinstance(node, CompValue):
-        yield node
-        for value in node.values():
-            yield from _walk(value)
-    elif isinstance(node, list | tuple):
-        for item in node:
-            yield from _walk(item)
-
-
-def _has_path(node: Any) -> bool:
-    for part in _walk(node):
-        if part.name == "BGP" and any(isinstance(t[1], Path) for t in part.triples):
-            return True
-        if part.name == "path" or isinstance(part.get("path"), Path):
-            return True
-    return False
-
-
 def _check_supported(algebra: CompValue) -> None:
-    for part in _walk(algebra):
+    for part in walk(algebra):
         if part.name in _UNSUPPORTED:
             raise QueryError(f"unsupported SPARQL construct: {_UNSUPPORTED[part.name]}", reason="unsupported")
 

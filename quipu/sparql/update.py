@@ -43,22 +43,22 @@ import rdflib
 from pyparsing import ParseException
 from rdflib import BNode, Dataset, Literal, URIRef, Variable
 from rdflib.graph import DATASET_DEFAULT_GRAPH_ID, Graph
-from rdflib.paths import Path
 from rdflib.plugins.sparql import algebra
 from rdflib.plugins.sparql.evaluate import evalPart
 from rdflib.plugins.sparql.parser import parseUpdate
 from rdflib.plugins.sparql.parserutils import CompValue
 from rdflib.plugins.sparql.sparql import QueryContext
-from rdflib.store import Store
 from rdflib.term import Node
 from sqlalchemy import Connection, select
 
 from quipu import times
-from quipu.errors import BadLiteral, Forbidden, InvalidField, QueryError, QuipuError, WriteRefused
+from quipu.errors import BadLiteral, InvalidField, QueryError, QuipuError, WriteRefused
 from quipu.rdfio.parse import skolem_prefix
+from quipu.sparql.tree import has_path, walk
 from quipu.store import values
 from quipu.store.database import Database, WriteContext
 from quipu.store.rdf_terms import TermMaker
+from quipu.store.rdflib_store import ReadOnlyStore
 from quipu.store.reads import named_graph_ids, statement_rows
 from quipu.store.schema import ROOT, ROOT_IRI, facts, graphs
 from quipu.store.stage import Row
@@ -157,23 +157,6 @@ def _flat_quads(quads: CompValue) -> tuple[list[Triple], dict[Node, list[Triple]
     return (_flat(quads.triples) if quads.triples else []), named
 
 
-def _walk(node: Any) -> Iterator[CompValue]:
-    if isinstance(node, CompValue):
-        yield node
-        for value in node.values():
-            yield from _walk(value)
-    elif isinstance(node, list | tuple):
-        for item in node:
-            yield from _walk(item)
-
-
-def _has_path(node: Any) -> bool:
-    for part in _walk(node):
-        if part.name == "BGP" and any(isinstance(t[1], Path) for t in part.triples):
-            return True
-    return False
-
-
 def _template_triples(template: CompValue | None) -> Iterator[Triple]:
     if template is None:
         return
@@ -204,10 +187,10 @@ def _check_operation(op: CompValue) -> None:
         raise _error("variables are not allowed in INSERT DATA")
     if op.name != "Modify":
         return
-    for part in _walk(op.where):
+    for part in walk(op.where):
         if part.name in _UNSUPPORTED:
             raise QueryError(f"unsupported SPARQL construct: {_UNSUPPORTED[part.name]}", reason="unsupported")
-        if part.name == "Graph" and isinstance(part.term, Variable) and _has_path(part.p):
+        if part.name == "Graph" and isinstance(part.term, Variable) and has_path(part.p):
             # Same rule as queries (DM §13.2 rule 7): a path never crosses graphs.
             raise QueryError(
                 "a property path inside GRAPH ?g is not supported; name the graph",
@@ -434,11 +417,10 @@ class _State:
         return BNode(term[2:]) if term.startswith("_:") else URIRef(term)
 
 
-_READ_ONLY = "the update's view is read-only; operations write through the overlay"
-
-
-class _ScopeView(Store):
+class _ScopeView(ReadOnlyStore):
     """An rdflib Store over the overlay with one operation's dataset (WITH, USING, USING NAMED)."""
+
+    read_only_message = "the update's view is read-only; operations write through the overlay"
 
     context_aware = True
     graph_aware = True
@@ -494,24 +476,6 @@ class _ScopeView(Store):
             if triple is not None and not any(True for _ in self.triples(triple, graph)):
                 continue
             yield graph
-
-    def add(self, triple: Any, context: Any = None, quoted: bool = False) -> None:
-        raise Forbidden(_READ_ONLY, reason="read_only_view")
-
-    def addN(self, quads: Any) -> None:  # noqa: N802 - rdflib's name
-        raise Forbidden(_READ_ONLY, reason="read_only_view")
-
-    def remove(self, triple: Any, context: Any = None) -> None:
-        raise Forbidden(_READ_ONLY, reason="read_only_view")
-
-    def add_graph(self, graph: Graph) -> None:
-        # rdflib's Dataset "adds" the default graph while listing contexts; that changes nothing.
-        if graph.identifier == DATASET_DEFAULT_GRAPH_ID:
-            return
-        raise Forbidden(_READ_ONLY, reason="read_only_view")
-
-    def remove_graph(self, graph: Graph) -> None:
-        raise Forbidden(_READ_ONLY, reason="read_only_view")
 
 
 # -- running the operations ------------------------------------------------------------------

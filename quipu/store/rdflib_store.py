@@ -28,7 +28,31 @@ from quipu.store.views import TemporalView
 _READ_ONLY = "this view is read-only: write through quipu's write pipeline, not through rdflib"
 
 
-class QuipuView(Store):
+class ReadOnlyStore(Store):
+    """An rdflib Store that refuses every change: quipu writes go through its write pipeline."""
+
+    read_only_message = _READ_ONLY
+
+    def add(self, triple: Any, context: Any = None, quoted: bool = False) -> None:
+        raise Forbidden(self.read_only_message, reason="read_only_view")
+
+    def addN(self, quads: Any) -> None:  # noqa: N802 - rdflib's name
+        raise Forbidden(self.read_only_message, reason="read_only_view")
+
+    def remove(self, triple: Any, context: Any = None) -> None:
+        raise Forbidden(self.read_only_message, reason="read_only_view")
+
+    def add_graph(self, graph: Graph) -> None:
+        # rdflib's Dataset "adds" the default graph while listing contexts; that changes nothing.
+        if graph.identifier == DATASET_DEFAULT_GRAPH_ID:
+            return
+        raise Forbidden(self.read_only_message, reason="read_only_view")
+
+    def remove_graph(self, graph: Graph) -> None:
+        raise Forbidden(self.read_only_message, reason="read_only_view")
+
+
+class QuipuView(ReadOnlyStore):
     """rdflib Store answering ``triples()``/``contexts()`` from a temporal view."""
 
     context_aware = True
@@ -156,24 +180,6 @@ class QuipuView(Store):
             if triple is not None and not any(True for _ in self.triples(triple, graph)):
                 continue
             yield graph
-
-    def add(self, triple: Any, context: Any = None, quoted: bool = False) -> None:
-        raise Forbidden(_READ_ONLY, reason="read_only_view")
-
-    def addN(self, quads: Any) -> None:  # noqa: N802 - rdflib's name
-        raise Forbidden(_READ_ONLY, reason="read_only_view")
-
-    def remove(self, triple: Any, context: Any = None) -> None:
-        raise Forbidden(_READ_ONLY, reason="read_only_view")
-
-    def add_graph(self, graph: Graph) -> None:
-        # rdflib's Dataset "adds" the default graph while listing contexts; that changes nothing.
-        if graph.identifier == DATASET_DEFAULT_GRAPH_ID:
-            return
-        raise Forbidden(_READ_ONLY, reason="read_only_view")
-
-    def remove_graph(self, graph: Graph) -> None:
-        raise Forbidden(_READ_ONLY, reason="read_only_view")
 
     # Namespace bindings live with the view (pyshacl's sh:prefixes needs them to round-trip).
     def bind(self, prefix: str, namespace: Any, override: bool = True) -> None:

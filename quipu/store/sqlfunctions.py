@@ -79,16 +79,8 @@ def encode_num(n: Num) -> bytes | None:
     if kind == "double":
         return values.double(float(x))
     if kind == "float":
-        return values.literal(_float_lexical(float(x)), XSD_FLOAT)
+        return values.literal(values.double_lexical(float(x)), XSD_FLOAT)
     return values.literal(_decimal_lexical(Decimal(x)), XSD_DECIMAL)
-
-
-def _float_lexical(x: float) -> str:
-    if math.isnan(x):
-        return "NaN"
-    if math.isinf(x):
-        return "INF" if x > 0 else "-INF"
-    return repr(x).replace("e+", "E").replace("e", "E")
 
 
 def _decimal_lexical(x: Decimal) -> str:
@@ -361,18 +353,23 @@ def _pattern(pattern: str, flags: str) -> re.Pattern[str] | None:
         return None
 
 
-def regex(a: bytes | None, pattern: bytes | None, flags: bytes | None = None) -> int | None:
-    x = _text_arg(_decode(a))
-    p = _decode(pattern)
-    if x is None or p is None or p.kind != "str":
-        return None
+def _compiled(pattern: str, flags: bytes | None) -> re.Pattern[str] | None:
+    """The pattern with its SPARQL flags (a simple string), or None on any error."""
     f = ""
     if flags is not None:
         fd = _decode(flags)
         if fd is None or fd.kind != "str":
             return None
         f = fd.lexical
-    compiled = _pattern(p.lexical, f)
+    return _pattern(pattern, f)
+
+
+def regex(a: bytes | None, pattern: bytes | None, flags: bytes | None = None) -> int | None:
+    x = _text_arg(_decode(a))
+    p = _decode(pattern)
+    if x is None or p is None or p.kind != "str":
+        return None
+    compiled = _compiled(p.lexical, flags)
     if compiled is None:
         return None
     return int(compiled.search(x[0]) is not None)
@@ -579,13 +576,7 @@ def _replace(
     p, r = _decode(pattern), _decode(repl)
     if x is None or p is None or r is None or p.kind != "str" or r.kind != "str":
         return None
-    f = ""
-    if flags is not None:
-        fd = _decode(flags)
-        if fd is None or fd.kind != "str":
-            return None
-        f = fd.lexical
-    compiled = _pattern(p.lexical, f)
+    compiled = _compiled(p.lexical, flags)
     if compiled is None or compiled.match(""):
         return None  # a pattern that matches the empty string is an error (XPath fn:replace)
     replacement = _GROUP_REF.sub(r"\\g<\1>", r.lexical.replace("\\", "\\\\"))

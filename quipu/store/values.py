@@ -148,7 +148,7 @@ def decode(value: bytes) -> Decoded:
         return Decoded("int", n, str(n), datatype=XSD_INTEGER)
     if tag == TAG_FLOAT:
         x = struct.unpack_from("<d", value, 1)[0]
-        return Decoded("float", x, _double_lexical(x), datatype=XSD_DOUBLE)
+        return Decoded("float", x, double_lexical(x), datatype=XSD_DOUBLE)
     if tag == TAG_BOOL:
         b = value[1] == 1
         return Decoded("bool", b, "true" if b else "false", datatype=XSD_BOOLEAN)
@@ -164,7 +164,7 @@ def decode(value: bytes) -> Decoded:
     raise ValueError(f"unknown value tag {tag}")
 
 
-def _double_lexical(x: float) -> str:
+def double_lexical(x: float) -> str:
     if math.isnan(x):
         return "NaN"
     if math.isinf(x):

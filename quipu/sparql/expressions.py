@@ -18,6 +18,7 @@ from quipu.errors import BadLiteral
 from quipu.sparql import callbacks
 from quipu.sparql.relations import (
     UNBOUND,
+    UNKNOWN,
     XSD_STRING_REF,
     Col,
     Context,
@@ -26,8 +27,10 @@ from quipu.sparql.relations import (
     Unsupported,
     constant,
     encoding,
+    eq,
     is_bound,
     is_unbound,
+    never_bound,
     same_term,
 )
 from quipu.store import sqlfunctions, values
@@ -136,17 +139,19 @@ def _equal(ctx: Context, rel: Rel, a: Any, b: Any) -> ColumnElement[bool]:
     ):
         raise Unsupported("DATATYPE() compared with a non-IRI")
     x, y = value_of(ctx, rel, a), value_of(ctx, rel, b)
+    if never_bound(x) or never_bound(y):
+        return UNKNOWN
     if isinstance(b, URIRef) or isinstance(a, URIRef):
         const, other = (y, x) if isinstance(b, URIRef) else (x, y)
         # an IRI equals only itself; any literal is simply different; unbound is an error
         if not other.has_v:
-            return other.id == const.id
-        return case((other.id.is_not(None), other.id == const.id), (other.v.is_not(None), false()))
+            return eq(other.id, const.id)
+        return case((other.id.is_not(None), eq(other.id, const.id)), (other.v.is_not(None), false()))
     if not x.has_v or not y.has_v:
         if not x.has_v and not y.has_v:
-            return x.id == y.id
+            return eq(x.id, y.id)
         return case(
-            (and_(is_bound(x), is_bound(y)), func.coalesce(x.id == y.id, false())),
+            (and_(is_bound(x), is_bound(y)), func.coalesce(eq(x.id, y.id), false())),
         )
     if x.n is not None and y.n is not None:
         return func.coalesce(x.n == y.n, func.q_eq(encoding(x), encoding(y)) == 1)
@@ -273,9 +278,11 @@ def _is_numeric(ctx: Context, rel: Rel, e: Any) -> ColumnElement[bool]:
 
 def _same_term_fn(ctx: Context, rel: Rel, e: Any) -> ColumnElement[bool]:
     x, y = value_of(ctx, rel, e.arg1), value_of(ctx, rel, e.arg2)
+    if never_bound(x) or never_bound(y):
+        return UNKNOWN
     if not x.has_v or not y.has_v:
-        return case((and_(is_bound(x), is_bound(y)), func.coalesce(x.id == y.id, false())))
-    return case((and_(is_bound(x), is_bound(y)), encoding(x) == encoding(y)))
+        return case((and_(is_bound(x), is_bound(y)), func.coalesce(eq(x.id, y.id), false())))
+    return case((and_(is_bound(x), is_bound(y)), eq(encoding(x), encoding(y))))
 
 
 def _str(ctx: Context, rel: Rel, e: Any) -> Node:

@@ -11,12 +11,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from rdflib import BNode, Literal, URIRef, Variable
 from rdflib.term import Node as RdfNode
 from sqlalchemy import ColumnElement, Connection, Select, and_, case, func, literal, not_, null, or_
 from sqlalchemy.sql import FromClause
+from sqlalchemy.sql.elements import Null
 
 from quipu.errors import BadLiteral
 from quipu.store import values
@@ -47,6 +48,7 @@ class Node:
     vh: Col | None = None  # digest of v, for index use in joins
 
 
+UNKNOWN: ColumnElement[bool] = cast(ColumnElement[bool], null())  # SQL NULL: a SPARQL error
 UNBOUND = Node(null(), null(), has_id=False, has_v=False)
 
 
@@ -57,6 +59,11 @@ def encoding(x: Node) -> Col:
     if not x.has_v:
         return func.q_ref(x.id)
     return func.coalesce(x.v, func.q_ref(x.id))
+
+
+def never_bound(x: Node) -> bool:
+    """Statically unbound (a variable the pattern never binds)."""
+    return not x.has_id and not x.has_v
 
 
 def is_bound(x: Node) -> ColumnElement[bool]:
@@ -71,17 +78,24 @@ def is_unbound(x: Node) -> ColumnElement[bool]:
     return not_(is_bound(x))
 
 
+def eq(a: Col, b: Col) -> ColumnElement[bool]:
+    """``a = b`` with SQL's NULL rule even for a NULL constant (SQLAlchemy would write IS NULL)."""
+    if isinstance(a, Null) or isinstance(b, Null):
+        return UNKNOWN
+    return a == b
+
+
 def same_term(x: Node, y: Node) -> ColumnElement[bool]:
     """Term identity for join conditions (NULL when either side is unbound)."""
     if not x.has_id and not y.has_id:
-        return x.v == y.v
+        return eq(x.v, y.v)
     if not x.has_v or not y.has_v:
-        return x.id == y.id
+        return eq(x.id, y.id)
     if x.v_full and y.v_full:
         if x.vh is not None and y.vh is not None:
-            return and_(x.vh == y.vh, x.v == y.v)
-        return x.v == y.v
-    return case((or_(x.id.is_not(None), y.id.is_not(None)), x.id == y.id), else_=x.v == y.v)
+            return and_(eq(x.vh, y.vh), eq(x.v, y.v))
+        return eq(x.v, y.v)
+    return case((or_(x.id.is_not(None), y.id.is_not(None)), eq(x.id, y.id)), else_=eq(x.v, y.v))
 
 
 def either(x: Node, y: Node) -> Node:

@@ -192,3 +192,16 @@ def test_the_sub_plan_hook_leaves_other_rdflib_queries_alone(kb: KnowledgeBase) 
     plain.add((URIRef(EX + "a"), URIRef(EX + "p"), URIRef(EX + "b")))
     rows = list(plain.query(f"SELECT ?o WHERE {{ <{EX}a> <{EX}p> ?o }}"))
     assert [row[0] for row in rows] == [URIRef(EX + "b")]  # type: ignore[index]
+
+
+def test_comparisons_with_a_never_bound_variable_are_errors(kb: KnowledgeBase) -> None:
+    kb.knot(f"<{EX}s> <{EX}p> <{EX}s> .", "nt")
+    for condition, rows in (
+        ("?a = ?a", 0),
+        ("!(?a = ?a)", 0),
+        ("sameTerm(?a, ?b)", 0),
+        ("?a = ?a || true", 1),
+    ):
+        result = kb.query_result(f"SELECT ?b WHERE {{ ?b <{EX}p> ?b FILTER({condition}) }}")
+        assert result.plan == "sql"
+        assert len(result.rows) == rows, condition

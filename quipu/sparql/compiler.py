@@ -43,6 +43,7 @@ from sqlalchemy import (
     union_all,
 )
 from sqlalchemy.sql import FromClause
+from sqlalchemy.sql.elements import ColumnClause, Null
 
 from quipu.errors import BadLiteral
 from quipu.sparql.expressions import condition, iri_text, value_of
@@ -222,6 +223,11 @@ def _joined(froms: list[FromClause]) -> FromClause:
     return j
 
 
+def _plain(x: Node) -> bool:
+    """Whether the value is read straight from columns (so it is NULL on an unmatched row)."""
+    return all(isinstance(c, ColumnClause | Null) for c in (x.id, x.v))
+
+
 def _left_join(ctx: Context, a: Rel, b: Rel, expr: Any) -> Rel:
     if a.empty:
         return a
@@ -229,6 +235,9 @@ def _left_join(ctx: Context, a: Rel, b: Rel, expr: Any) -> Rel:
         return a
     if not a.froms:
         a = _materialise(ctx, a)
+    if not all(_plain(y) for y in b.vars.values()):
+        # a BIND inside OPTIONAL is computed in B's subquery, so an unmatched row leaves it NULL
+        b = _materialise(ctx, b)
     on: list[ColumnElement[bool]] = list(b.conds)
     out = Rel([], list(a.conds), dict(a.vars), set(a.maybe), a.dedup or b.dedup, a.keys + b.keys)
     for name, y in b.vars.items():
@@ -577,7 +586,10 @@ def _aggregate(ctx: Context, node: CompValue) -> Rel:
                 raise Unsupported("GROUP_CONCAT(DISTINCT ...)")
             sep = agg.separator
             sep = " " if sep is None else str(sep)
-            value = func.coalesce(func.q_group_concat(arg, sep), literal(values.string("")))
+            # no values at all is ""; an IRI among them is an error (unbound)
+            value = case(
+                (func.count(arg) == 0, literal(values.string(""))), else_=func.q_group_concat(arg, sep)
+            )
         else:
             fn = {
                 "Aggregate_Sum": func.q_sum,
@@ -588,7 +600,10 @@ def _aggregate(ctx: Context, node: CompValue) -> Rel:
             }.get(kind)
             if fn is None:
                 raise Unsupported(kind)
-            value = fn(arg.distinct() if distinct else arg)
+            if kind in ("Aggregate_Min", "Aggregate_Max"):  # DISTINCT changes neither
+                value = fn(arg, iri_text(ctx, x.id) if x.has_id else null())
+            else:
+                value = fn(arg.distinct() if distinct else arg)
             if kind in ("Aggregate_Sum", "Aggregate_Avg"):
                 # SQLite never finalises an aggregate that saw no rows; SUM and AVG of nothing are 0
                 value = case((func.count(arg) == 0, literal(values.integer(0))), else_=value)

@@ -70,7 +70,11 @@ class _IriText:
 
 def _expr(ctx: Context, rel: Rel, expr: Any) -> Node | ColumnElement[bool]:
     if isinstance(expr, Variable):
-        return rel.vars.get(str(expr), UNBOUND)
+        name = str(expr)
+        found = rel.vars.get(name)
+        if found is None:
+            found = next((o.vars[name] for o in reversed(ctx.outer) if name in o.vars), UNBOUND)
+        return found
     if isinstance(expr, (URIRef, Literal)):
         return constant(ctx, expr)
     if not isinstance(expr, Expr | CompValue):
@@ -385,7 +389,11 @@ def _coalesce(ctx: Context, rel: Rel, e: Any) -> Node:
 
 def _exists(negated: bool) -> Callable[[Context, Rel, Any], ColumnElement[bool]]:
     def handler(ctx: Context, rel: Rel, e: Any) -> ColumnElement[bool]:
-        inner = ctx.pattern(ctx, e.graph)
+        ctx.outer.append(rel)
+        try:
+            inner = ctx.pattern(ctx, e.graph)
+        finally:
+            ctx.outer.pop()
         if inner.empty:
             return true() if negated else false()
         conds = list(inner.conds)
@@ -398,8 +406,12 @@ def _exists(negated: bool) -> Callable[[Context, Rel, Any], ColumnElement[bool]]
             else:
                 conds.append(same_term(x, y))
         sub = select(literal(1))
+        # Everything not the inner pattern's own is the outer row's: correlate it explicitly
+        # (SQLAlchemy would not correlate away a subquery's only FROM).
         if inner.froms:
-            sub = sub.select_from(*inner.froms)
+            sub = sub.select_from(*inner.froms).correlate_except(*inner.froms)
+        else:
+            sub = sub.correlate_except(None)
         found = exists(sub.where(*conds)) if conds else exists(sub)
         return not_(found) if negated else found
 

@@ -170,6 +170,9 @@ class Context:
         self.ids: dict[str, int | None] = {}
         self.const_iris: dict[int, str] = {}
         self.mixed = False  # some function runs through rdflib per row
+        # solutions an EXISTS is evaluated for: its pattern sees their variables (SPARQL's
+        # substitute), innermost last
+        self.outer: list[Rel] = []
         self.grows = False  # the plan depends on terms or graphs the store may add later
         # compiles a nested graph pattern (EXISTS); set by the compiler, which owns patterns
         self.pattern: Callable[[Context, Any], Rel] = _no_patterns

@@ -222,7 +222,7 @@ def ebv(a: bytes | None) -> int | None:
         return None
     if d.kind == "bool":
         return int(bool(d.value))
-    if d.kind == "str":
+    if d.kind in ("str", "lang"):  # a plain literal, tagged or not: true unless empty
         return int(d.lexical != "")
     n = num_of(d)
     if n is not None:
@@ -385,19 +385,22 @@ def ref_id(a: bytes | None) -> int | None:
     return None if a is None else values.ref_id(bytes(a))
 
 
-def _order_key(v: bytes) -> tuple[Any, ...]:
+def _order_key(v: bytes, iri: str | None) -> tuple[Any, ...]:
+    """ORDER BY's order (SPARQL 15.1): blank nodes, IRIs (by text), numbers, other literals."""
+    if iri is not None:
+        return (0, iri) if iri.startswith("_:") else (1, iri)
     d = _decode(v)
     if d is None:
         return (9,)
     n = num_of(d)
     if n is not None:
         x = n[1]
-        return (1, float(x) if isinstance(x, float) else Decimal(x), "")
-    return (2, d.kind, d.datatype or "", d.lang or "", d.lexical)
+        return (2, float(x) if isinstance(x, float) else Decimal(x), "")
+    return (3, d.kind, d.datatype or "", d.lang or "", d.lexical)
 
 
 class _MinMax:
-    """MIN/MAX over encodings in SPARQL order (numbers by value, then other literals)."""
+    """MIN/MAX in SPARQL order; a term comes with its IRI text (the function has no dictionary)."""
 
     sign = 1
 
@@ -405,11 +408,11 @@ class _MinMax:
         self.best: bytes | None = None
         self.key: tuple[Any, ...] | None = None
 
-    def step(self, v: bytes | None) -> None:
+    def step(self, v: bytes | None, iri: str | None) -> None:
         if v is None:
             return
         v = bytes(v)
-        key = _order_key(v)
+        key = _order_key(v, iri)
         if self.key is None:
             self.best, self.key = v, key
             return
@@ -525,8 +528,8 @@ SCALARS: dict[str, tuple[int, Callable[..., Any]]] = {
     "q_regex3": (3, regex),
 }
 AGGREGATES: dict[str, tuple[int, type]] = {
-    "q_min": (1, _MinMax),
-    "q_max": (1, _Max),
+    "q_min": (2, _MinMax),
+    "q_max": (2, _Max),
     "q_sum": (1, _Sum),
     "q_avg": (1, _Avg),
     "q_group_concat": (2, _GroupConcat),

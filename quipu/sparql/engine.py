@@ -186,8 +186,8 @@ def run_query(
                 log.debug("SPARQL via one SQL statement")
                 return budget.final(_run_compiled(db, conn, plan, cap), max_rows)
         store = QuipuView(db, conn, scoped, named)
+        subplans.install()
         if compiled:  # parts that compile still run as SQL inside rdflib's evaluation
-            subplans.install()
             store.subplans = subplans.SubPlans(_decode_rows)
         ctx = QueryContext(dataset(store), initBindings={})  # rdflib reads it even when empty
         ctx.prologue = query.prologue

@@ -16,6 +16,9 @@ from typing import Any
 from rdflib import URIRef, Variable
 from rdflib.graph import DATASET_DEFAULT_GRAPH_ID, Dataset
 from rdflib.plugins.sparql import CUSTOM_EVALS
+from rdflib.plugins.sparql.aggregates import Aggregator
+from rdflib.plugins.sparql.evaluate import evalPart
+from rdflib.plugins.sparql.evalutils import _eval
 from rdflib.plugins.sparql.parserutils import CompValue
 from rdflib.plugins.sparql.sparql import FrozenBindings, QueryContext
 
@@ -24,6 +27,7 @@ from quipu.sparql.compiler import Unsupported, compile_pattern
 from quipu.store.rdflib_store import QuipuView
 
 _KEY = "quipu-subplans"
+_GROUPS_KEY = "quipu-groups"
 _PARTS = frozenset({"BGP", "Join", "LeftJoin", "Filter", "Union", "Minus", "Extend", "ToMultiSet"})
 _install_lock = threading.Lock()
 
@@ -37,9 +41,33 @@ class SubPlans:
 
 
 def install() -> None:
-    """Register the hook once per process (rdflib's registry is global)."""
+    """Register the hooks once per process (rdflib's registry is global)."""
     with _install_lock:
         CUSTOM_EVALS.setdefault(_KEY, _evaluate)
+        CUSTOM_EVALS.setdefault(_GROUPS_KEY, _groups)
+
+
+def _groups(ctx: QueryContext, part: CompValue) -> Iterator[FrozenBindings]:
+    """GROUP BY over no solutions has no groups (SPARQL 18.5.1); rdflib answers one empty
+    solution. Quipu's views group here instead, on either path."""
+    if part.name != "AggregateJoin" or part.p.expr is None:
+        raise NotImplementedError
+    if not isinstance(getattr(ctx.graph, "store", None), QuipuView):
+        raise NotImplementedError
+    keys = list(part.p.expr)
+
+    def solutions() -> Iterator[FrozenBindings]:
+        groups: dict[tuple[Any, ...], Aggregator] = {}
+        for row in evalPart(ctx, part.p):
+            key = tuple(_eval(e, row, False) for e in keys)
+            found = groups.get(key)
+            if found is None:
+                found = groups[key] = Aggregator(aggregations=part.A)
+            found.update(row)
+        for aggregator in groups.values():
+            yield FrozenBindings(ctx, aggregator.get_bindings())
+
+    return solutions()
 
 
 def _evaluate(ctx: QueryContext, part: CompValue) -> Iterator[FrozenBindings]:

@@ -42,7 +42,6 @@ from __future__ import annotations
 import argparse
 import cProfile
 import gc
-import json
 import pstats
 import statistics
 import sys
@@ -52,13 +51,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Final, cast
+from typing import Any, Final
 
 import pyoxigraph as ox
 
 from bench import lubm
 from bench.ingest import DATA_DIR, dataset, environment, progress, table
 from quipu.sparql.engine import QueryResult
+from quipu.sparql.results import write_json
 
 LARGE: Final = 1_000_000
 CORE_TARGET: Final = 1.0  # Q1-Q6 at 1M: <= 1.0x pyoxigraph in memory
@@ -216,20 +216,6 @@ def measure(
     return result
 
 
-def json_writer() -> tuple[Callable[[QueryResult], str], str]:
-    """quipu's SPARQL JSON serializer: ``write_json`` when it exists, else ``sparql_json`` + json."""
-    from quipu.sparql import results
-
-    writer = getattr(results, "write_json", None)
-    if callable(writer):
-        return cast(Callable[[QueryResult], str], writer), "quipu.sparql.results.write_json"
-
-    def fallback(result: QueryResult) -> str:
-        return json.dumps(results.sparql_json(result))
-
-    return fallback, "json.dumps(quipu.sparql.results.sparql_json(result)) (write_json not available)"
-
-
 def quipu_rows(result: QueryResult) -> int:
     if result.form == "ASK":
         return 1
@@ -243,7 +229,7 @@ class QuipuEngine:
         import quipu
 
         self.kb = quipu.open(str(path))
-        self.write_json, self.serializer = json_writer()
+        self.write_json, self.serializer = write_json, "quipu.sparql.results.write_json"
 
     def load(self, path: Path) -> int:
         """Read the file and knot it in one atomic write; returns the transaction id."""

@@ -343,7 +343,7 @@ def _values(ctx: Context, node: CompValue) -> Rel:
     return out
 
 
-def _graph(ctx: Context, node: CompValue, scope: Rel | None) -> Rel:
+def _graph(ctx: Context, node: CompValue) -> Rel:
     term = node.term
     saved_view = ctx.view
     try:
@@ -407,7 +407,7 @@ def _pattern(ctx: Context, node: Any, graph_var: str | None = None) -> Rel:
     if name == "Graph":
         if graph_var is not None:
             raise Unsupported("nested GRAPH")
-        return _graph(ctx, node, None)
+        return _graph(ctx, node)
     if name in ("Project", "Distinct", "Reduced", "Slice", "OrderBy", "AggregateJoin", "Group"):
         if graph_var is not None:
             raise Unsupported("a sub-select inside GRAPH ?g")

@@ -162,9 +162,6 @@ def _equal(ctx: Context, rel: Rel, a: Any, b: Any) -> ColumnElement[bool]:
     return func.q_eq(encoding(x), encoding(y)) == 1
 
 
-_FLIP = {"<": "<", ">": ">", "<=": "<=", ">=": ">="}
-
-
 def _relational(ctx: Context, rel: Rel, e: Any) -> ColumnElement[bool] | Node:
     op = e.op
     if op is None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
@@ -24,6 +25,7 @@ from sqlalchemy import (
     tuple_,
     update,
 )
+from sqlalchemy.sql import FromClause
 from sqlalchemy.sql.dml import Insert, Update
 
 from quipu import times
@@ -177,33 +179,25 @@ _CLAIM_COLUMNS = (*ROW_COLUMNS, "g", "tx", "valid_from", "op")
 _ID_CHUNK = 500
 
 
+def _live_claims_of(f: FromClause, g: Any, e: Any, a: Any, vh: Any, v: Any) -> list[ColumnElement[bool]]:
+    """Conditions: a row of ``f`` is a live claim of statement (e, a, v) in graph g."""
+    c = f.c
+    return [c.g == g, c.e == e, c.a == a, c.vh == vh, c.v == v, c.op == OP_ASSERT, c.valid_to.is_(None)]
+
+
 def _insert_unowned() -> Insert:
     """INSERT claims for staged statements that have no live claim of this source (DM §5.2)."""
     f = facts.alias("f")
     t = transactions.alias("t")
     st = fact_stage.c
     owned = exists().where(
-        f.c.g == bindparam("g"),
-        f.c.e == st.e,
-        f.c.a == st.a,
-        f.c.vh == st.vh,
-        f.c.v == st.v,
-        f.c.op == OP_ASSERT,
-        f.c.valid_to.is_(None),
+        *_live_claims_of(f, bindparam("g"), st.e, st.a, st.vh, st.v),
         t.c.id == f.c.tx,
         t.c.source.is_not_distinct_from(bindparam("src", type_=Text)),
     )
     other = facts.alias("other")
     # A second owner's claim is marked, so current reads see the statement once (facts.dup).
-    live_already = exists().where(
-        other.c.g == bindparam("g"),
-        other.c.e == st.e,
-        other.c.a == st.a,
-        other.c.vh == st.vh,
-        other.c.v == st.v,
-        other.c.op == OP_ASSERT,
-        other.c.valid_to.is_(None),
-    )
+    live_already = exists().where(*_live_claims_of(other, bindparam("g"), st.e, st.a, st.vh, st.v))
     chosen = select(
         st.e,
         st.a,
@@ -288,26 +282,9 @@ def close_claims(
 def _promote_statement() -> Update:
     """Mark the oldest remaining live claim primary (dup = 0) when none is."""
     f, g = facts.alias("f"), facts.alias("g")
-    same = [
-        f.c.g == bindparam("b_g"),
-        f.c.e == bindparam("b_e"),
-        f.c.a == bindparam("b_a"),
-        f.c.vh == bindparam("b_vh"),
-        f.c.v == bindparam("b_v"),
-        f.c.op == OP_ASSERT,
-        f.c.valid_to.is_(None),
-    ]
-    oldest = select(func.min(f.c.id)).where(*same).scalar_subquery()
-    has_primary = exists().where(
-        g.c.g == bindparam("b_g"),
-        g.c.e == bindparam("b_e"),
-        g.c.a == bindparam("b_a"),
-        g.c.vh == bindparam("b_vh"),
-        g.c.v == bindparam("b_v"),
-        g.c.op == OP_ASSERT,
-        g.c.valid_to.is_(None),
-        g.c.dup == 0,
-    )
+    key: list[Any] = [bindparam(f"b_{name}") for name in ("g", "e", "a", "vh", "v")]
+    oldest = select(func.min(f.c.id)).where(*_live_claims_of(f, *key)).scalar_subquery()
+    has_primary = exists().where(*_live_claims_of(g, *key), g.c.dup == 0)
     return update(facts).where(facts.c.id == oldest, ~has_primary).values(dup=0)
 
 

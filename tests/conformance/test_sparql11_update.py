@@ -11,8 +11,6 @@ under ``CI=true``.
 
 from __future__ import annotations
 
-import os
-import tomllib
 from pathlib import Path
 
 import pytest
@@ -24,7 +22,7 @@ MANIFEST = w3c.find_update_manifest(ROOT)
 TESTS = w3c.load_update_tests(MANIFEST) if MANIFEST is not None else []
 BY_ID = {t.id: t for t in TESTS}
 KNOWN_FAILURES_FILE = Path(__file__).with_name("sparql11_update_known_failures.toml")
-KNOWN_FAILURES: dict[str, str] = tomllib.loads(KNOWN_FAILURES_FILE.read_text(encoding="utf-8"))["failures"]
+KNOWN_FAILURES: dict[str, str] = w3c.known_failures(KNOWN_FAILURES_FILE)
 
 ENGINES: dict[str, w3c.UpdateEngine] = {
     "quipu": w3c.QuipuUpdateEngine(),
@@ -41,12 +39,7 @@ def verdict(engine: str, test: w3c.UpdateTest) -> w3c.Verdict:
 
 
 def require_suite() -> None:
-    if MANIFEST is not None:
-        return
-    message = w3c.missing_message(ROOT).replace(w3c.QUERY_MANIFEST, w3c.UPDATE_MANIFEST)
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{message} Under CI=true a missing suite is a failure.")
-    pytest.skip(message)
+    w3c.require_suite(MANIFEST, w3c.missing_message(ROOT).replace(w3c.QUERY_MANIFEST, w3c.UPDATE_MANIFEST))
 
 
 @pytest.mark.parametrize("test_id", [t.id for t in TESTS] or ["suite-missing"])

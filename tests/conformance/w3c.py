@@ -23,17 +23,19 @@ from __future__ import annotations
 import io
 import math
 import os
+import tomllib
 from collections import Counter
-from collections.abc import Hashable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from functools import cache
 from pathlib import Path
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, TypeVar
 from urllib.parse import urlparse
 from urllib.request import url2pathname
 
+import pytest
 import rdflib
 import rdflib.plugins.sparql as rdflib_sparql
 from rdflib import RDF, RDFS, BNode, Dataset, Graph, Literal, Namespace, URIRef, Variable
@@ -45,6 +47,7 @@ from rdflib.term import Identifier, Node
 
 import quipu
 
+T = TypeVar("T")
 MF: Final = Namespace("http://www.w3.org/2001/sw/DataAccess/tests/test-manifest#")
 QT: Final = Namespace("http://www.w3.org/2001/sw/DataAccess/tests/test-query#")
 RS: Final = Namespace("http://www.w3.org/2001/sw/DataAccess/tests/result-set#")
@@ -187,7 +190,10 @@ def _entry(graph: Graph, entry: Node, manifest: Path, root: Path) -> QueryTest:
     )
 
 
-def _read_manifest(path: Path, root: Path, seen: set[Path]) -> Iterator[QueryTest]:
+def _read_entries(
+    path: Path, root: Path, seen: set[Path], kind: URIRef, make: Callable[..., T]
+) -> Iterator[T]:
+    """Entries of type ``kind`` in a manifest and every manifest it includes, in order."""
     if path in seen:
         return
     seen.add(path)
@@ -195,20 +201,24 @@ def _read_manifest(path: Path, root: Path, seen: set[Path]) -> Iterator[QueryTes
     graph.parse(path, format="turtle", publicID=path.as_uri())
     for manifest in graph.subjects(RDF.type, MF.Manifest):
         for included in _items(graph, graph.value(manifest, MF.include)):
-            yield from _read_manifest(local_path(str(included)), root, seen)
+            yield from _read_entries(local_path(str(included)), root, seen, kind, make)
         for entry in _items(graph, graph.value(manifest, MF.entries)):
-            if (entry, RDF.type, MF.QueryEvaluationTest) in graph:
-                yield _entry(graph, entry, path, root)
+            if (entry, RDF.type, kind) in graph:
+                yield make(graph, entry, path, root)
+
+
+def _load(manifest: Path, kind: URIRef, make: Callable[..., T], ids: Callable[[T], str]) -> list[T]:
+    tests = list(_read_entries(manifest.resolve(), manifest.resolve().parent, set(), kind, make))
+    counts = Counter(ids(t) for t in tests)
+    duplicates = sorted(i for i, n in counts.items() if n > 1)
+    if duplicates:
+        raise ValueError(f"duplicate test ids: {duplicates}")
+    return tests
 
 
 def load_tests(manifest: Path) -> list[QueryTest]:
     """Every query-evaluation test reachable from ``manifest`` through ``mf:include``, in order."""
-    tests = list(_read_manifest(manifest.resolve(), manifest.resolve().parent, set()))
-    ids = Counter(t.id for t in tests)
-    duplicates = sorted(i for i, n in ids.items() if n > 1)
-    if duplicates:
-        raise ValueError(f"duplicate test ids: {duplicates}")
-    return tests
+    return _load(manifest, MF.QueryEvaluationTest, _entry, lambda t: t.id)
 
 
 # -- results ---------------------------------------------------------------------------------------
@@ -667,28 +677,9 @@ def _update_entry(graph: Graph, entry: Node, manifest: Path, root: Path) -> Upda
     )
 
 
-def _read_update_manifest(path: Path, root: Path, seen: set[Path]) -> Iterator[UpdateTest]:
-    if path in seen:
-        return
-    seen.add(path)
-    graph = Graph()
-    graph.parse(path, format="turtle", publicID=path.as_uri())
-    for manifest in graph.subjects(RDF.type, MF.Manifest):
-        for included in _items(graph, graph.value(manifest, MF.include)):
-            yield from _read_update_manifest(local_path(str(included)), root, seen)
-        for entry in _items(graph, graph.value(manifest, MF.entries)):
-            if (entry, RDF.type, MF.UpdateEvaluationTest) in graph:
-                yield _update_entry(graph, entry, path, root)
-
-
 def load_update_tests(manifest: Path) -> list[UpdateTest]:
     """Every update-evaluation test reachable from ``manifest`` through ``mf:include``, in order."""
-    tests = list(_read_update_manifest(manifest.resolve(), manifest.resolve().parent, set()))
-    ids = Counter(t.id for t in tests)
-    duplicates = sorted(i for i, n in ids.items() if n > 1)
-    if duplicates:
-        raise ValueError(f"duplicate test ids: {duplicates}")
-    return tests
+    return _load(manifest, MF.UpdateEvaluationTest, _update_entry, lambda t: t.id)
 
 
 def _parse_into(graph: Graph, location: str) -> None:
@@ -793,3 +784,17 @@ def check_update(engine: UpdateEngine, test: UpdateTest) -> Verdict:
         return Verdict(False, f"{engine.name} raised {type(exc).__name__}: {exc}")
     difference = compare_states(expected, actual)
     return Verdict(difference is None, difference or "")
+
+
+def require_suite(manifest: Path | None, message: str) -> None:
+    """Skip when the suite is missing, or fail under ``CI=true`` (CI must run it)."""
+    if manifest is not None:
+        return
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{message} Under CI=true a missing suite is a failure.")
+    pytest.skip(message)
+
+
+def known_failures(path: Path) -> dict[str, str]:
+    """The ``[failures]`` table of a known-failures file: test id -> reason."""
+    return dict(tomllib.loads(path.read_text(encoding="utf-8"))["failures"])

@@ -8,6 +8,7 @@ from typing import Any
 from rdflib import Graph
 from rdflib.term import Node
 
+from quipu.identity import Authenticated
 from quipu.rdfio import ingest
 from quipu.rdfio.export import export
 from quipu.sparql import budget as budgets
@@ -58,6 +59,7 @@ class KnowledgeBase:
         blank_node_scope: str | None = None,
         base_iri: str | None = None,
         progress: writes.Progress | None = None,
+        auth: Authenticated | None = None,
     ) -> writes.KnotResult:
         """Assert an RDF document in one transaction (per destination graph)."""
         return ingest.knot(
@@ -72,6 +74,7 @@ class KnowledgeBase:
             blank_node_scope=blank_node_scope,
             base_iri=base_iri,
             progress=progress,
+            auth=auth,
         )
 
     def retract(
@@ -84,6 +87,7 @@ class KnowledgeBase:
         actor: str | None = None,
         source: str | None = None,
         allow_orphan: bool = False,
+        auth: Authenticated | None = None,
     ) -> writes.RetractResult:
         """Close ROOT statements about ``entity``: all, one predicate's, or one statement."""
         return writes.retract(
@@ -95,6 +99,7 @@ class KnowledgeBase:
             actor=actor,
             source=source,
             allow_orphan=allow_orphan,
+            auth=auth,
         )
 
     def set(
@@ -106,10 +111,11 @@ class KnowledgeBase:
         timestamp: str | None = None,
         actor: str | None = None,
         source: str | None = None,
+        auth: Authenticated | None = None,
     ) -> writes.SetResult:
         """Make ``value`` the only current object of (entity, predicate)."""
         return writes.set_value(
-            self.db, entity, predicate, value, timestamp=timestamp, actor=actor, source=source
+            self.db, entity, predicate, value, timestamp=timestamp, actor=actor, source=source, auth=auth
         )
 
     def retract_source(
@@ -122,27 +128,43 @@ class KnowledgeBase:
         graph: str | None = None,
         timestamp: str | None = None,
         actor: str | None = None,
+        auth: Authenticated | None = None,
     ) -> dict[str, Any]:
         """Plan, or with ``apply=True, expect=<planned>`` apply, a source-scoped retraction.
 
         Only ``source``'s own claims close: statements other sources also own stay visible.
         """
         return ownership.retract_source(
-            self.db, source, repair, apply=apply, expect=expect, graph=graph, timestamp=timestamp, actor=actor
+            self.db,
+            source,
+            repair,
+            apply=apply,
+            expect=expect,
+            graph=graph,
+            timestamp=timestamp,
+            actor=actor,
+            auth=auth,
         )
 
-    def create_graph(self, iri: str, *, actor: str | None = None) -> bool:
+    def create_graph(self, iri: str, *, actor: str | None = None, auth: Authenticated | None = None) -> bool:
         """Register a committed named graph so writes may target it; False if it existed."""
-        return writes.register_graph(self.db, iri, actor=actor)
+        return writes.register_graph(self.db, iri, actor=actor, auth=auth)
 
-    def update(self, update: str, *, actor: str | None = None, source: str | None = None) -> dict[str, Any]:
+    def update(
+        self,
+        update: str,
+        *,
+        actor: str | None = None,
+        source: str | None = None,
+        auth: Authenticated | None = None,
+    ) -> dict[str, Any]:
         """Run a SPARQL 1.1 Update request atomically; one transaction per changed graph.
 
         Returns ``{"tx", "asserted", "retracted", "graphs": [...]}`` (``graph`` None = ROOT);
         ``tx`` is None when nothing changed. Deletions retract (history is kept); inserts are
         asserted with ``valid_from`` = now under ``source`` (default ``sparql-update``).
         """
-        return run_update(self.db, update, actor=actor, source=source)
+        return run_update(self.db, update, actor=actor, source=source, auth=auth)
 
     # -- reads -------------------------------------------------------------------------------
 

@@ -1,8 +1,11 @@
 """One typed settings object, built once at start-up.
 
-Sources, weakest first: defaults, the ``[quipu]`` table of a TOML file (``quipu.toml`` in the
-working directory, or ``--config`` / ``QUIPU_CONFIG``), ``QUIPU_*`` environment variables
-(``QUIPU_STORE__DB``, ``QUIPU_SERVER__PORT``, …) and finally CLI flags.
+Sources, weakest first: defaults; the ``[quipu]`` table of the user's file
+(``$XDG_CONFIG_HOME/quipu/config.toml``, else ``~/.config/quipu/config.toml``); the ``[quipu]``
+table of ``quipu.toml`` in the working directory (or of the file named by ``--config`` /
+``QUIPU_CONFIG``, which takes its place); ``QUIPU_*`` environment variables (``QUIPU_STORE__DB``,
+``QUIPU_SERVER__PORT``, …); and finally CLI flags. Every key is listed in ``docs/config.md``,
+and a test checks that each documented key exists here and is read by the code.
 """
 
 from __future__ import annotations
@@ -13,31 +16,78 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from quipu.errors import ConfigError
 
 DEFAULT_CONFIG_FILE = "quipu.toml"
+DEFAULT_PORT = 3030
 # The --config flag for the Settings being built right now (sources are classmethods).
 _config_file: ContextVar[str | None] = ContextVar("quipu_config_file", default=None)
 
 
-class StoreSettings(BaseModel):
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class StoreSettings(_Section):
     db: str = "quipu.db"
     synchronous: Literal["OFF", "NORMAL", "FULL", "EXTRA"] = "NORMAL"
     cache_mb: int = Field(256, ge=1)
     readers: int = Field(4, ge=1)
 
 
-class ServerSettings(BaseModel):
+class NamedCredential(_Section):
+    """A service-specific bearer token: a principal, and the token as a file or a salted hash.
+
+    The token itself never appears in the config: ``token_file`` names a private file holding
+    it, or ``token_hash`` holds ``sha256:<salt hex>:<hex of sha256(salt || token)>`` (made by
+    ``quipu token``).
+    """
+
+    principal: str = Field(min_length=1, max_length=256)
+    id: str | None = Field(None, min_length=1, max_length=256)  # credential_id; default: principal
+    token_file: str | None = None
+    token_hash: str | None = None
+
+    @model_validator(mode="after")
+    def _one_secret(self) -> NamedCredential:
+        if (self.token_file is None) == (self.token_hash is None):
+            raise ValueError(f"credential {self.principal!r} needs exactly one of token_file or token_hash")
+        return self
+
+    @property
+    def credential_id(self) -> str:
+        return self.id or self.principal
+
+
+class ServerSettings(_Section):
     host: str = "127.0.0.1"
-    port: int = Field(8765, ge=0, le=65535)
+    port: int = Field(DEFAULT_PORT, ge=0, le=65535)
     auth_token: str | None = None
     read_only: bool = False
+    credentials: list[NamedCredential] = []
+    cors_allowed_origins: list[str] = []
+
+    @field_validator("auth_token")
+    @classmethod
+    def _usable_token(cls, value: str | None) -> str | None:
+        if value is not None and len(value.strip()) < 16:
+            raise ValueError("auth_token must be at least 16 characters (use a random secret)")
+        return value.strip() if value is not None else None
+
+    @model_validator(mode="after")
+    def _unique_credentials(self) -> ServerSettings:
+        for attr in ("principal", "credential_id"):
+            seen = [getattr(c, attr) for c in self.credentials]
+            doubles = sorted({x for x in seen if seen.count(x) > 1})
+            if doubles:
+                raise ValueError(f"credentials: {attr} used more than once: {', '.join(doubles)}")
+        return self
 
 
-class SearchSettings(BaseModel):
+class SearchSettings(_Section):
     query_timeout_ms: int = Field(30_000, ge=0)
     max_join_rows: int = Field(1_000_000, ge=0)
     max_sparql_rows: int = Field(10_000, ge=1)
@@ -63,27 +113,53 @@ class Settings(BaseSettings):
         return init_settings, env_settings, _TomlSource(settings_cls)
 
 
+def user_config_file() -> Path:
+    """The per-user config file (XDG base directory rules)."""
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "quipu" / "config.toml"
+
+
+def _read_table(path: Path) -> dict[str, Any]:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"invalid TOML in {path}: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+    table = data.get("quipu", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [quipu] must be a table")
+    return table
+
+
+def _merge(weak: dict[str, Any], strong: dict[str, Any]) -> dict[str, Any]:
+    out = dict(weak)
+    for key, value in strong.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
 class _TomlSource(PydanticBaseSettingsSource):
-    """The ``[quipu]`` table of the config file, when there is one."""
+    """The ``[quipu]`` tables of the user's file and the project's (or ``--config``) file."""
 
     def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
         return None, field_name, False
 
     def __call__(self) -> dict[str, Any]:
         explicit = _config_file.get() or os.environ.get("QUIPU_CONFIG")
+        merged: dict[str, Any] = {}
+        user = user_config_file()
+        if user.is_file():
+            merged = _read_table(user)
         path = Path(explicit) if explicit else Path(DEFAULT_CONFIG_FILE)
-        if not path.exists():
-            if explicit:
-                raise ConfigError(f"config file not found: {path}")
-            return {}
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"invalid TOML in {path}: {exc}") from None
-        table = data.get("quipu", {})
-        if not isinstance(table, dict):
-            raise ConfigError(f"{path}: [quipu] must be a table")
-        return table
+        if path.exists():
+            merged = _merge(merged, _read_table(path))
+        elif explicit:
+            raise ConfigError(f"config file not found: {path}")
+        return merged
 
 
 def _strip_none(value: Any) -> Any:
@@ -98,7 +174,9 @@ def load_settings(config_file: str | None = None, **overrides: Any) -> Settings:
     try:
         return Settings(**_strip_none(overrides))
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors())
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or 'settings'}: {err['msg']}" for err in exc.errors()
+        )
         raise ConfigError(f"invalid configuration: {problems}") from None
     finally:
         _config_file.reset(token)

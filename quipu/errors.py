@@ -1,10 +1,39 @@
 """One exception tree for the whole service.
 
 Each class knows its HTTP status and a stable machine-readable ``reason``; the REST layer maps
-them to responses in one place, and the CLI prints ``message`` and exits non-zero.
+them to responses in one place (``quipu.rest.problems``), and the CLI prints ``message`` and
+exits non-zero::
+
+    QuipuError                      500 internal_error
+    ├── BadRequest                  400 bad_request
+    │   ├── InvalidField            400 invalid_field     a named field has a bad value
+    │   │   ├── MissingField        400 missing_field     a required field is absent
+    │   │   ├── UnknownField        400 unknown_field     a strict route got a key it does not know
+    │   │   └── WrongType           400 wrong_type        a known key of the wrong JSON type
+    │   ├── UnknownFormat           400 unknown_format
+    │   ├── RdfParseError           400 rdf_parse_error
+    │   ├── BadLiteral              400 bad_literal
+    │   ├── NotFound                400 not_found         (400, not 404, by contract)
+    │   │   └── UnknownGraph        400 unknown_graph
+    │   ├── WriteRefused            400 write_refused     a guard refused; nothing was written
+    │   └── QueryError              400 query_error
+    ├── Unauthorized                401 missing_or_invalid_bearer_token
+    ├── Forbidden                   403 forbidden
+    │   └── ReadOnly                403 server_is_read_only
+    ├── RouteNotFound               404 no_such_route
+    ├── MethodNotAllowed            405 method_not_allowed
+    ├── QueryTimeout                408 query_timeout
+    ├── PayloadTooLarge             413 payload_too_large
+    ├── UriTooLong                  414 uri_too_long
+    ├── UnsupportedMediaType        415 unsupported_media_type
+    ├── ResultTooLarge              422 join_limit_exceeded
+    ├── ConfigError                 500 config_error
+    └── StorageError                500 storage_error
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 
 class QuipuError(Exception):
@@ -13,10 +42,18 @@ class QuipuError(Exception):
     status: int = 500
     reason: str = "internal_error"
 
-    def __init__(self, message: str, *, reason: str | None = None, field: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        reason: str | None = None,
+        field: str | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.field = field
+        self.extra = extra or {}
         if reason is not None:
             self.reason = reason
 
@@ -24,6 +61,7 @@ class QuipuError(Exception):
         out: dict[str, object] = {"error": self.message, "reason": self.reason}
         if self.field is not None:
             out["field"] = self.field
+        out.update(self.extra)
         return out
 
 
@@ -38,6 +76,24 @@ class InvalidField(BadRequest):
     """A named request field has a bad value."""
 
     reason = "invalid_field"
+
+
+class MissingField(InvalidField):
+    """A required field is absent."""
+
+    reason = "missing_field"
+
+
+class UnknownField(InvalidField):
+    """A strict route was sent a key it does not declare."""
+
+    reason = "unknown_field"
+
+
+class WrongType(InvalidField):
+    """A known key carries the wrong JSON type."""
+
+    reason = "wrong_type"
 
 
 class UnknownFormat(BadRequest):
@@ -73,6 +129,8 @@ class QueryError(BadRequest):
 
 
 class Unauthorized(QuipuError):
+    """A write without a valid bearer credential while one is configured."""
+
     status = 401
     reason = "missing_or_invalid_bearer_token"
 
@@ -82,9 +140,42 @@ class Forbidden(QuipuError):
     reason = "forbidden"
 
 
+class ReadOnly(Forbidden):
+    """Every write is refused on a read-only server, even with a valid credential."""
+
+    reason = "server_is_read_only"
+
+
+class RouteNotFound(QuipuError):
+    """No route has this path (routes' own "not found" answers are 400 by contract)."""
+
+    status = 404
+    reason = "no_such_route"
+
+
+class MethodNotAllowed(QuipuError):
+    status = 405
+    reason = "method_not_allowed"
+
+
 class QueryTimeout(QuipuError):
     status = 408
     reason = "query_timeout"
+
+
+class PayloadTooLarge(QuipuError):
+    status = 413
+    reason = "payload_too_large"
+
+
+class UriTooLong(QuipuError):
+    status = 414
+    reason = "uri_too_long"
+
+
+class UnsupportedMediaType(QuipuError):
+    status = 415
+    reason = "unsupported_media_type"
 
 
 class ResultTooLarge(QuipuError):

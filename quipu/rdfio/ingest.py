@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from quipu import times
+from quipu.identity import Authenticated
 from quipu.rdfio.formats import input_format
 from quipu.rdfio.parse import parse_document
 from quipu.store.database import Database
@@ -26,6 +27,7 @@ def knot(
     blank_node_scope: str | None = None,
     base_iri: str | None = None,
     progress: Progress | None = None,
+    auth: Authenticated | None = None,
 ) -> KnotResult:
     """Assert an RDF document (append mode) in one atomic write.
 
@@ -52,4 +54,5 @@ def knot(
         source=source,
         graph=graph,
         progress=progress,
+        auth=auth,
     )

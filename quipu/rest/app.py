@@ -1,7 +1,8 @@
 """``create_app(settings)``: the FastAPI application over one open store.
 
-The store opens in the lifespan, never at import. This foundation serves liveness and store
-statistics; the full route table (tools-core §5) grows here, one router per resource family.
+Nothing happens at import. ``create_app`` loads the credentials (a bad token file fails here,
+before the server binds), builds the middleware and routers, and checks every route against the
+route table; the lifespan opens the store and closes it on shutdown.
 """
 
 from __future__ import annotations
@@ -9,20 +10,22 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI
+from fastapi.routing import APIRoute
+from starlette.middleware.cors import CORSMiddleware
 
 import quipu
-from quipu.api import KnowledgeBase
 from quipu.config import Settings
-from quipu.errors import InvalidField
-from quipu.rest import problems
+from quipu.errors import ConfigError
+from quipu.rest import problems, route_table
+from quipu.rest.auth import Credentials, guard
+from quipu.rest.middleware import AccessLog, BodyLimit
+from quipu.rest.routers import query, reads, service, update, writes
 
 
-def _no_arguments(request: Request) -> None:
-    """Strict argument-less routes: any parameter is refused rather than ignored."""
-    if request.query_params:
-        names = ", ".join(sorted(request.query_params))
-        raise InvalidField(f"this route takes no arguments (got: {names})", reason="unknown_field")
+def _operation_id(route: APIRoute) -> str:
+    """Stable OpenAPI operation ids: the handler's name (unique across routers)."""
+    return route.name
 
 
 def create_app(settings: Settings) -> FastAPI:
@@ -44,21 +47,32 @@ def create_app(settings: Settings) -> FastAPI:
         finally:
             kb.close()
 
-    app = FastAPI(title="quipu", version=quipu.__version__, lifespan=lifespan)
+    app = FastAPI(
+        title="quipu",
+        summary="A bitemporal RDF knowledge graph for AI agents",
+        version=quipu.__version__,
+        lifespan=lifespan,
+        docs_url="/docs",
+        redoc_url=None,
+        dependencies=[Depends(guard)],
+        generate_unique_id_function=_operation_id,
+    )
     app.state.settings = settings
+    app.state.credentials = Credentials.from_settings(settings.server)
     problems.install(app)
-
-    @app.get("/health")
-    def health(request: Request) -> dict[str, str]:
-        """Liveness of the process; never touches the store."""
-        _no_arguments(request)
-        return {"status": "ok"}
-
-    @app.get("/stats")
-    def stats(request: Request) -> dict[str, int]:
-        """Counts of ROOT's current statements, entities and predicates."""
-        _no_arguments(request)
-        kb: KnowledgeBase = request.app.state.kb
-        return kb.stats()
-
+    for module in (service, query, reads, writes, update):
+        app.include_router(module.router)
+    missing = route_table.unclassified(route_table.served_routes(app.routes))
+    if missing:
+        raise ConfigError(f"routes missing from the route table: {missing}")
+    app.add_middleware(BodyLimit)
+    if settings.server.cors_allowed_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.server.cors_allowed_origins,
+            allow_methods=["GET", "POST"],
+            allow_headers=["Authorization", "Content-Type", "Accept", "X-Request-Id"],
+            expose_headers=["X-Request-Id", "X-Quipu-Ignored-Fields", "X-Quipu-Inference"],
+        )
+    app.add_middleware(AccessLog)
     return app

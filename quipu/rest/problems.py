@@ -1,14 +1,109 @@
-"""The one place where exceptions become HTTP responses."""
+"""The one place where exceptions become HTTP responses.
+
+Every error on the wire is an RFC 9457 problem document (``application/problem+json``) with
+quipu's own members beside the standard ones: ``error`` (prose) and ``reason`` (a stable token),
+plus ``field`` when one request field is at fault. FastAPI's request validation errors, routing
+errors and unexpected exceptions all go through ``problem_response``.
+"""
 
 from __future__ import annotations
 
-from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+import logging
+from http import HTTPStatus
+from typing import Any
 
-from quipu.errors import QuipuError
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from sqlalchemy.exc import SQLAlchemyError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from quipu.errors import (
+    BadRequest,
+    InvalidField,
+    MethodNotAllowed,
+    MissingField,
+    QuipuError,
+    RouteNotFound,
+    StorageError,
+    UnknownField,
+    WrongType,
+)
+
+PROBLEM_JSON = "application/problem+json"
+log = logging.getLogger("quipu.rest")
+
+
+def problem_body(exc: QuipuError) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "type": f"urn:quipu:problem:{exc.reason}",
+        "title": HTTPStatus(exc.status).phrase,
+        "status": exc.status,
+    }
+    body.update(exc.body())
+    return body
+
+
+def problem_response(exc: QuipuError, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(problem_body(exc), status_code=exc.status, media_type=PROBLEM_JSON, headers=headers)
+
+
+def _field_name(loc: tuple[Any, ...]) -> str | None:
+    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
+    return ".".join(parts) or None
+
+
+def from_validation(exc: RequestValidationError) -> QuipuError:
+    """The first problem pydantic found, as quipu's error naming the field and the reason."""
+    errors = exc.errors()
+    if not errors:
+        return BadRequest("invalid request")
+    err = errors[0]
+    kind, loc, msg = str(err.get("type", "")), tuple(err.get("loc", ())), str(err.get("msg", "invalid"))
+    name = _field_name(loc)
+    if kind == "json_invalid":
+        return BadRequest(f"request body is not valid JSON: {err.get('ctx', {}).get('error', msg)}")
+    if name is None:
+        return WrongType("the request body must be a JSON object")
+    if kind == "missing":
+        return MissingField(f"missing '{name}' parameter", field=name)
+    if kind == "extra_forbidden":
+        return UnknownField(
+            f"unknown field '{name}' (this route accepts only its documented fields)", field=name
+        )
+    if kind.endswith(("_type", "_parsing")) or kind in ("is_instance_of", "literal_error"):
+        return WrongType(f"'{name}': {msg}", field=name)
+    return InvalidField(f"'{name}': {msg}", field=name)
 
 
 def install(app: FastAPI) -> None:
     @app.exception_handler(QuipuError)
     async def _quipu_error(_request: Request, exc: QuipuError) -> JSONResponse:
-        return JSONResponse(exc.body(), status_code=exc.status)
+        if exc.status >= 500:
+            log.error("request failed: %s", exc.message)
+        return problem_response(exc)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        return problem_response(from_validation(exc))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 404:
+            err: QuipuError = RouteNotFound(f"no route {request.url.path}")
+        elif exc.status_code == 405:
+            err = MethodNotAllowed(f"{request.method} is not allowed on {request.url.path}")
+        else:
+            err = QuipuError(str(exc.detail), reason=HTTPStatus(exc.status_code).name.lower())
+            err.status = exc.status_code
+        return problem_response(err, headers=dict(exc.headers or {}))
+
+    @app.exception_handler(SQLAlchemyError)
+    async def _storage(_request: Request, exc: SQLAlchemyError) -> JSONResponse:
+        log.exception("storage failure", exc_info=exc)
+        return problem_response(StorageError("the store could not complete the request"))
+
+    @app.exception_handler(Exception)
+    async def _unexpected(_request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unexpected error", exc_info=exc)
+        return problem_response(QuipuError("internal error: the request could not be completed"))

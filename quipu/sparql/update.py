@@ -53,6 +53,7 @@ from sqlalchemy import Connection, select
 
 from quipu import times
 from quipu.errors import BadLiteral, InvalidField, QueryError, QuipuError, WriteRefused
+from quipu.identity import Authenticated
 from quipu.rdfio.parse import skolem_prefix
 from quipu.sparql.tree import has_path, walk
 from quipu.store import values
@@ -870,7 +871,12 @@ def _declaration(value: str | None, name: str) -> str | None:
 
 
 def run_update(
-    db: Database, text: str, *, actor: str | None = None, source: str | None = None
+    db: Database,
+    text: str,
+    *,
+    actor: str | None = None,
+    source: str | None = None,
+    auth: Authenticated | None = None,
 ) -> dict[str, Any]:
     """Execute a SPARQL 1.1 Update request atomically (tools-core §3.10).
 
@@ -883,7 +889,7 @@ def run_update(
     source = _declaration(source, "source") or DEFAULT_SOURCE
     ops = parse_update(text)
     labels = frozenset(m.rstrip(".") for m in _WRITTEN_LABEL.findall(text))
-    with db.write() as ctx:
+    with db.write(auth) as ctx:
         request = _Request(text, _State(db, ctx.conn), labels)
         request.number_anonymous(ops)
         for index, op in enumerate(ops):

@@ -18,6 +18,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
 from quipu.errors import ConfigError
+from quipu.identity import Authenticated
 from quipu.store.dialect import Dialect, SqliteDialect, SqliteTuning
 from quipu.store.stage import forget_temp_tables
 from quipu.store.terms import TermDictionary
@@ -62,6 +63,7 @@ class WriteContext:
     conn: Connection
     dialect: Dialect
     pending_terms: dict[str, int] = field(default_factory=dict)
+    auth: Authenticated | None = None  # recorded in transaction_auth for every transaction opened
 
 
 class Database:
@@ -132,10 +134,10 @@ class Database:
     # -- transactions -----------------------------------------------------------------------
 
     @contextmanager
-    def write(self) -> Iterator[WriteContext]:
-        """A write transaction: serialised, all-or-nothing."""
+    def write(self, auth: Authenticated | None = None) -> Iterator[WriteContext]:
+        """A write transaction: serialised, all-or-nothing. ``auth`` is the verified caller."""
         with self._write_lock, self.writer.connect() as conn:
-            ctx = WriteContext(conn, self.dialect)
+            ctx = WriteContext(conn, self.dialect, auth=auth)
             try:
                 with conn.begin():
                     self.dialect.begin_write(conn)

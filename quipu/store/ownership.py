@@ -13,6 +13,7 @@ from sqlalchemy import bindparam, func, or_, select
 
 from quipu import times
 from quipu.errors import InvalidField, WriteRefused
+from quipu.identity import Authenticated
 from quipu.store import values
 from quipu.store.database import Database, WriteContext
 from quipu.store.schema import OP_ASSERT, ROOT, ROOT_IRI, facts, transactions
@@ -113,6 +114,7 @@ def retract_source(
     graph: str | None = None,
     timestamp: str | None = None,
     actor: str | None = None,
+    auth: Authenticated | None = None,
 ) -> dict[str, Any]:
     """Plan (default) or apply the retraction of everything ``source`` owns live in a graph."""
     if not isinstance(source, str) or not source.strip():
@@ -127,7 +129,7 @@ def retract_source(
         raise InvalidField("'expect' must be an integer", field="expect")
     src, ticket = source.strip(), repair.strip()
     ts = times.normalise_timestamp(timestamp)
-    with db.write() as ctx:
+    with db.write(auth) as ctx:
         g = resolve_target_graph(db, ctx, graph)
         plan = plan_source(db, ctx, g, src)
         out = _describe(db, ctx, plan, src, ticket, graph)

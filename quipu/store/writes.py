@@ -30,6 +30,7 @@ from sqlalchemy.sql.dml import Insert, Update
 
 from quipu import times
 from quipu.errors import InvalidField, NotFound, UnknownGraph, WriteRefused
+from quipu.identity import Authenticated
 from quipu.store import values
 from quipu.store.database import Database, WriteContext
 from quipu.store.schema import (
@@ -40,6 +41,7 @@ from quipu.store.schema import (
     ROOT_IRI,
     facts,
     graphs,
+    transaction_auth,
     transactions,
 )
 from quipu.store.stage import ROW_COLUMNS, Row, fact_stage, fill
@@ -113,6 +115,9 @@ _INSERT_TX = (
     .values({c: bindparam(c) for c in ("timestamp", "actor", "source", "graph", "recorded_at")})
     .returning(transactions.c.id)
 )
+_INSERT_AUTH = insert(transaction_auth).values(
+    {c: bindparam(c) for c in ("tx_id", "principal", "credential_id", "auth_class")}
+)
 
 
 def open_transaction(
@@ -125,8 +130,10 @@ def open_transaction(
         "graph": graph,
         "recorded_at": times.now(),
     }
-    tx_id = ctx.dialect.prepared(_INSERT_TX).run(ctx.conn, params).fetchone()[0]
-    return TxInfo(int(tx_id), timestamp, source, graph)
+    tx_id = int(ctx.dialect.prepared(_INSERT_TX).run(ctx.conn, params).fetchone()[0])
+    if ctx.auth is not None:  # the verified identity, beside (never instead of) the declared actor
+        ctx.conn.execute(_INSERT_AUTH, {"tx_id": tx_id, **ctx.auth.as_json()})
+    return TxInfo(tx_id, timestamp, source, graph)
 
 
 def resolve_target_graph(db: Database, ctx: WriteContext, iri: str | None) -> int:
@@ -374,6 +381,7 @@ def assert_statements(
     source: str | None = None,
     graph: str | None = None,
     progress: Progress | None = None,
+    auth: Authenticated | None = None,
 ) -> KnotResult:
     """Assert a parsed batch in append mode: one transaction per destination graph (DM §3.6),
     ROOT first then ascending graph id, all inside one database transaction.
@@ -383,7 +391,7 @@ def assert_statements(
     """
     src = derived_source(source, actor, "knot")
     report = progress or _silent
-    with db.write() as ctx:
+    with db.write(auth) as ctx:
         target = resolve_target_graph(db, ctx, graph)
         graph_of: dict[str | None, int] = {None: target}
         for name in sorted(batch.graphs):
@@ -425,11 +433,12 @@ def retract(
     actor: str | None = None,
     source: str | None = None,
     allow_orphan: bool = False,
+    auth: Authenticated | None = None,
 ) -> RetractResult:
     """Retract ROOT statements about ``entity`` (tools-core §3.7): all, one predicate, or one."""
     ts = times.normalise_timestamp(timestamp)
     wanted = values.from_json(value) if value is not None else None
-    with db.write() as ctx:
+    with db.write(auth) as ctx:
         e = _entity_id(db, ctx, entity)
         a = _entity_id(db, ctx, predicate, "predicate") if predicate is not None else None
         v: bytes | None = None
@@ -505,6 +514,7 @@ def set_value(
     timestamp: str | None = None,
     actor: str | None = None,
     source: str | None = None,
+    auth: Authenticated | None = None,
 ) -> SetResult:
     """Make ``value`` the only current object of (entity, predicate) in ROOT (tools-core §3.6)."""
     values.check_iri(predicate, "predicate")
@@ -512,7 +522,7 @@ def set_value(
         raise InvalidField("missing 'value' parameter", field="value")
     wanted = values.from_json(value)
     ts = times.normalise_timestamp(timestamp)
-    with db.write() as ctx:
+    with db.write(auth) as ctx:
         e = _entity_id(db, ctx, entity)
         a_known = db.terms.lookup_in(ctx, (predicate,)).get(predicate)
         live = _live_values(ctx.conn, ROOT, e, a_known) if a_known is not None else []
@@ -541,12 +551,19 @@ def set_value(
     return SetResult(tx.id, retracted, asserted, entity, predicate)
 
 
-def register_graph(db: Database, iri: str, *, actor: str | None = None, timestamp: str | None = None) -> bool:
+def register_graph(
+    db: Database,
+    iri: str,
+    *,
+    actor: str | None = None,
+    timestamp: str | None = None,
+    auth: Authenticated | None = None,
+) -> bool:
     """Register a committed named graph; False when it already was. Reserved IRIs are refused."""
     values.check_iri(iri, "graph")
     if iri in (ROOT_IRI, META_IRI) or is_companion(iri):
         raise WriteRefused(f"graph IRI <{iri}> is reserved", field="graph")
-    with db.write() as ctx:
+    with db.write(auth) as ctx:
         return register_graph_in(db, ctx, iri, actor=actor, timestamp=timestamp)[1]
 
 

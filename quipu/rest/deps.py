@@ -1,0 +1,29 @@
+"""Shared dependencies of the route handlers, as ``Annotated`` aliases."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from quipu.api import KnowledgeBase
+from quipu.config import Settings
+from quipu.identity import Authenticated
+from quipu.rest.auth import guard
+
+
+def _kb(request: Request) -> KnowledgeBase:
+    kb: KnowledgeBase = request.app.state.kb
+    return kb
+
+
+def _settings(request: Request) -> Settings:
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+KbDep = Annotated[KnowledgeBase, Depends(_kb)]
+SettingsDep = Annotated[Settings, Depends(_settings)]
+# The verified caller of a write (None when no credential is configured). ``guard`` runs once
+# per request: the app-wide dependency and this alias share FastAPI's per-request cache.
+AuthDep = Annotated[Authenticated | None, Depends(guard)]

@@ -1,0 +1,67 @@
+"""The two unknown-field regimes of tools-core §0.4, as request-model bases and helpers.
+
+* ``Annotating`` bodies accept unknown top-level keys and report them, sorted, as
+  ``ignored_fields`` in a JSON response (or the ``X-Quipu-Ignored-Fields`` header otherwise).
+* ``Strict`` bodies refuse an unknown key (400 ``unknown_field``) or a known key of the wrong
+  JSON type (400 ``wrong_type``) before any work; ``strict_params`` does the same for the query
+  string of a strict GET route.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from fastapi import Request
+from pydantic import BaseModel, ConfigDict
+
+from quipu.errors import UnknownField
+
+IGNORED_HEADER = "X-Quipu-Ignored-Fields"
+
+
+class Annotating(BaseModel):
+    """A request body whose unknown keys are reported, not refused. Types are strict JSON."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    def ignored_fields(self) -> list[str]:
+        return sorted(self.model_extra or {})
+
+    def annotate(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``body`` with ``ignored_fields`` added when this request carried unknown keys."""
+        ignored = self.ignored_fields()
+        if ignored:
+            body["ignored_fields"] = ignored
+        return body
+
+    def ignored_header(self) -> dict[str, str]:
+        ignored = self.ignored_fields()
+        return {IGNORED_HEADER: json.dumps(ignored)} if ignored else {}
+
+
+class Strict(BaseModel):
+    """A request body that refuses unknown keys and wrong JSON types."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+def strict_params(*names: str) -> Callable[[Request], None]:
+    """A dependency refusing query-string parameters other than ``names``."""
+    allowed = frozenset(names)
+
+    def check(request: Request) -> None:
+        refuse_unknown(request.query_params.keys(), allowed)
+
+    return check
+
+
+def refuse_unknown(given: Iterable[str], allowed: frozenset[str]) -> None:
+    unknown = sorted(set(given) - allowed)
+    if unknown:
+        accepted = ", ".join(sorted(allowed)) or "none"
+        raise UnknownField(
+            f"unknown parameter '{unknown[0]}' (accepted: {accepted})",
+            field=unknown[0],
+        )

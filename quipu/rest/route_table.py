@@ -1,0 +1,68 @@
+"""Every route, classified read or write, in one table (tools-core §0.2, §5).
+
+Classification is by route, not by what a call does: ``/knot`` is a write even when it changes
+nothing. ``create_app`` refuses to build an app with a route missing from this table, and a test
+checks the table against the router in both directions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Final, Literal
+
+from quipu.errors import ConfigError
+
+RouteClass = Literal["read", "write"]
+READ: Final = "read"
+WRITE: Final = "write"
+
+ROUTES: Final[dict[tuple[str, str], RouteClass]] = {
+    # reads
+    ("GET", "/query"): READ,
+    ("POST", "/query"): READ,
+    ("POST", "/export"): READ,
+    ("POST", "/cord"): READ,
+    ("POST", "/unravel"): READ,
+    ("GET", "/entity"): READ,
+    ("GET", "/entity/{iri:path}"): READ,
+    ("POST", "/entity_history"): READ,
+    ("GET", "/fragments"): READ,
+    ("GET", "/transactions"): READ,
+    ("GET", "/stats"): READ,
+    ("GET", "/health"): READ,
+    ("GET", "/version"): READ,
+    # writes
+    ("POST", "/knot"): WRITE,
+    ("POST", "/retract"): WRITE,
+    ("POST", "/set"): WRITE,
+    ("POST", "/update"): WRITE,
+}
+
+# Served by FastAPI itself (OpenAPI and its documentation pages): reads.
+BUILTIN: Final[frozenset[str]] = frozenset({"/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
+
+
+def route_class(method: str, template: str) -> RouteClass:
+    if template in BUILTIN:
+        return READ
+    cls = ROUTES.get((method.upper(), template))
+    if cls is None:
+        # Unreachable for an app that passed check(): fail closed rather than serve a write.
+        raise ConfigError(f"route {method} {template} is not classified read or write")
+    return cls
+
+
+def unclassified(served: set[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Served routes this table does not classify (``create_app`` refuses to build with any)."""
+    return sorted({(m, p) for m, p in served if p not in BUILTIN} - ROUTES.keys())
+
+
+def served_routes(routes: Iterable[object]) -> set[tuple[str, str]]:
+    """(method, path template) of every HTTP route in a router's list."""
+    out: set[tuple[str, str]] = set()
+    for route in routes:
+        path = getattr(route, "path", None)
+        for method in getattr(route, "methods", None) or ():
+            if method != "HEAD" and isinstance(path, str):
+                out.add((method, path))
+    return out

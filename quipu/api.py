@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
 
@@ -10,7 +11,7 @@ from rdflib.term import Node
 
 from quipu.identity import Authenticated
 from quipu.rdfio import ingest
-from quipu.rdfio.export import export
+from quipu.rdfio.export import DEFAULT_BASE_NS, ExportResult, entity_turtle, export
 from quipu.sparql import budget as budgets
 from quipu.sparql.engine import QueryResult, run_query
 from quipu.sparql.update import run_update
@@ -60,8 +61,15 @@ class KnowledgeBase:
         base_iri: str | None = None,
         progress: writes.Progress | None = None,
         auth: Authenticated | None = None,
+        replace_snapshot: bool = False,
+        snapshot: str | None = None,
     ) -> writes.KnotResult:
-        """Assert an RDF document in one transaction (per destination graph)."""
+        """Assert an RDF document in one transaction (per destination graph).
+
+        ``replace_snapshot=True, snapshot=KEY`` replaces everything ``snapshot:KEY`` owns in the
+        graph instead (DM §8): facts in both versions stay untouched, the rest close (scoped to
+        the key, stamped ``timestamp``), and ``source`` is ignored.
+        """
         return ingest.knot(
             self.db,
             data,
@@ -75,6 +83,8 @@ class KnowledgeBase:
             base_iri=base_iri,
             progress=progress,
             auth=auth,
+            replace_snapshot=replace_snapshot,
+            snapshot=snapshot,
         )
 
     def retract(
@@ -157,14 +167,26 @@ class KnowledgeBase:
         actor: str | None = None,
         source: str | None = None,
         auth: Authenticated | None = None,
+        using_graphs: Sequence[str] = (),
+        using_named_graphs: Sequence[str] = (),
     ) -> dict[str, Any]:
         """Run a SPARQL 1.1 Update request atomically; one transaction per changed graph.
 
         Returns ``{"tx", "asserted", "retracted", "graphs": [...]}`` (``graph`` None = ROOT);
         ``tx`` is None when nothing changed. Deletions retract (history is kept); inserts are
         asserted with ``valid_from`` = now under ``source`` (default ``sparql-update``).
+        ``using_graphs``/``using_named_graphs`` are the protocol's ``using-graph-uri`` and
+        ``using-named-graph-uri``: the dataset of every DELETE/INSERT … WHERE.
         """
-        return run_update(self.db, update, actor=actor, source=source, auth=auth)
+        return run_update(
+            self.db,
+            update,
+            actor=actor,
+            source=source,
+            auth=auth,
+            using_graphs=using_graphs,
+            using_named_graphs=using_named_graphs,
+        )
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -198,11 +220,14 @@ class KnowledgeBase:
         graph: str | None = None,
         base: str | None = None,
         inference: str | None = None,
+        default_graphs: Sequence[str] | None = None,
+        named_graphs: Sequence[str] | None = None,
     ) -> QueryResult:
         """The full result: variables, truncation flag and form, as well as the rows.
 
         ``base`` resolves relative IRIs in the query text. ``inference="rdfs"`` lets
         ``?s a <T>`` match instances of T's subclasses (``rdfs:subClassOf``, transitively).
+        ``default_graphs`` / ``named_graphs`` replace the query's ``FROM`` / ``FROM NAMED``.
         """
         return run_query(
             self.db,
@@ -216,11 +241,37 @@ class KnowledgeBase:
             timeout_ms=self.query_timeout_ms,
             max_join_rows=self.max_join_rows,
             inference=inference,
+            default_graphs=default_graphs,
+            named_graphs=named_graphs,
         )
 
     def export(self, format: str = "ntriples", *, graph: str | None = None) -> str:
         """Deterministic N-Triples or Turtle of ROOT's (or one graph's) current statements."""
         return export(self.db, graph=graph, format=format).rdf
+
+    def export_result(
+        self,
+        *,
+        graph: str | None = None,
+        group_id: str | None = None,
+        construct: str | None = None,
+        format: str = "turtle",
+        base_ns: str = DEFAULT_BASE_NS,
+    ) -> ExportResult:
+        """One scope (ROOT, a graph, an episode group or a CONSTRUCT/DESCRIBE result) as
+        deterministic RDF, with its scope and triple count. A construct result larger than
+        ``max_sparql_rows`` is refused; the query budgets apply to it."""
+        return export(
+            self.db,
+            graph=graph,
+            group_id=group_id,
+            construct=construct,
+            format=format,
+            base_ns=base_ns,
+            max_rows=self.max_sparql_rows,
+            timeout_ms=self.query_timeout_ms,
+            max_join_rows=self.max_join_rows,
+        )
 
     def cord(
         self, *, type: str | None = None, predicate: str | None = None, limit: int = 100
@@ -240,6 +291,24 @@ class KnowledgeBase:
 
     def transactions(self, *, since: int = 0, limit: int | None = 1000) -> dict[str, Any]:
         return reads.transaction_log(self.db, since=since, limit=limit)
+
+    def fragments(
+        self,
+        *,
+        subject: str | None = None,
+        predicate: str | None = None,
+        object: str | None = None,
+        page: int = 1,
+        page_size: int = 100,
+    ) -> dict[str, Any]:
+        """One page of a Triple Pattern Fragment over ROOT's current statements."""
+        return reads.fragments(
+            self.db, subject=subject, predicate=predicate, object=object, page=page, page_size=page_size
+        )
+
+    def entity_turtle(self, iri: str) -> str:
+        """Turtle of one subject's current ROOT statements (400 for an IRI never interned)."""
+        return entity_turtle(self.db, iri)
 
     def stats(self) -> dict[str, int]:
         return self._stats.get(self.db)

@@ -1,15 +1,18 @@
-"""``knot``: parse an RDF document and assert it, with every check before the first write."""
+"""``knot``: parse an RDF document and assert it (append mode) or replace a snapshot with it,
+with every check before the first write."""
 
 from __future__ import annotations
 
 from quipu import times
+from quipu.errors import MissingField
 from quipu.identity import Authenticated
 from quipu.rdfio.formats import input_format
 from quipu.rdfio.parse import parse_document
 from quipu.store.database import Database
 from quipu.store.schema import ROOT_IRI
+from quipu.store.snapshots import replace_snapshot as replace_snapshot_in
 from quipu.store.statements import gc_paused
-from quipu.store.writes import KnotResult, Progress, assert_statements
+from quipu.store.writes import KnotResult, Progress, assert_statements, check_target_graph
 
 _LARGE_DOCUMENT = 1 << 20  # bytes; larger documents are parsed with the cyclic GC paused
 
@@ -28,14 +31,27 @@ def knot(
     base_iri: str | None = None,
     progress: Progress | None = None,
     auth: Authenticated | None = None,
+    replace_snapshot: bool = False,
+    snapshot: str | None = None,
 ) -> KnotResult:
-    """Assert an RDF document (append mode) in one atomic write.
+    """Assert an RDF document in one atomic write.
 
-    Order of refusals: unknown format, malformed ``valid_from``, syntax and literal errors, then
-    (inside the write, before any term is interned) unknown or unwritable graphs.
+    Append mode by default (source: ``source``, else ``knot:<actor>``). With
+    ``replace_snapshot`` the document replaces what ``snapshot:<snapshot>`` owns in the graph
+    (DM §8) and ``source`` is ignored.
+
+    Order of refusals (tools-core §3.1): unknown format, malformed ``valid_from``, a
+    replacement without a key, an unknown or unwritable graph, then syntax and literal errors.
+    Graphs a multi-graph document names are checked inside the write, before any interning.
     """
     fmt = input_format(format)
     stored_from = times.normalise_valid_from(valid_from) if valid_from is not None else None
+    key = snapshot.strip() if isinstance(snapshot, str) else ""
+    if replace_snapshot and not key:
+        raise MissingField(
+            "replace_snapshot requires a non-empty stable 'snapshot' producer key", field="snapshot"
+        )
+    check_target_graph(db, graph)
     ts = times.normalise_timestamp(timestamp)
     raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
     target_iri = graph if graph else ROOT_IRI
@@ -45,6 +61,17 @@ def knot(
         )
     if progress is not None:
         progress("parsed statements", len(batch.statements), len(batch.statements))
+    if replace_snapshot:
+        return replace_snapshot_in(
+            db,
+            batch,
+            key=key,
+            timestamp=ts,
+            valid_from=stored_from or ts,
+            actor=actor,
+            graph=graph,
+            auth=auth,
+        )
     return assert_statements(
         db,
         batch,

@@ -56,13 +56,18 @@ def create_app(settings: Settings) -> FastAPI:
         redoc_url=None,
         dependencies=[Depends(guard)],
         generate_unique_id_function=_operation_id,
+        responses=problems.RESPONSES,
     )
     app.state.settings = settings
     app.state.credentials = Credentials.from_settings(settings.server)
     problems.install(app)
-    for module in (service, query, reads, writes, update):
-        app.include_router(module.router)
-    missing = route_table.unclassified(route_table.served_routes(app.routes))
+    routers = [module.router for module in (service, query, reads, writes, update)]
+    for router in routers:
+        app.include_router(router)
+    # Our routers' own route lists (FastAPI keeps an included router as one opaque entry).
+    missing = route_table.unclassified(
+        route_table.served_routes(r for router in routers for r in router.routes)
+    )
     if missing:
         raise ConfigError(f"routes missing from the route table: {missing}")
     app.add_middleware(BodyLimit)

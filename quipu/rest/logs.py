@@ -11,15 +11,16 @@ from typing import Any
 
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
         out: dict[str, Any] = {
-            "ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(record.created)),
+            "ts": f"{stamp}.{int(record.msecs):03d}Z",  # milliseconds: requests are shorter than seconds
             "level": record.levelname.lower(),
             "logger": record.name,
             "msg": record.getMessage(),
         }
         fields = getattr(record, "fields", None)
         if isinstance(fields, dict):
-            out.update(fields)
+            out.update({k: v for k, v in fields.items() if k not in out})  # never mask ts/level/msg
         if record.exc_info:
             out["exc"] = self.formatException(record.exc_info)
         return json.dumps(out, ensure_ascii=False, default=str)

@@ -15,6 +15,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -34,6 +35,37 @@ PROBLEM_JSON = "application/problem+json"
 log = logging.getLogger("quipu.rest")
 
 
+class Problem(BaseModel):
+    """An error response (RFC 9457 members plus quipu's ``error`` and ``reason``)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str
+    title: str
+    status: int
+    error: str
+    reason: str
+    field: str | None = None
+
+
+def _documented(description: str) -> dict[str, Any]:
+    # ``model`` makes FastAPI publish the Problem component; the body is problem+json.
+    schema = {"$ref": "#/components/schemas/Problem"}
+    return {"model": Problem, "description": description, "content": {PROBLEM_JSON: {"schema": schema}}}
+
+
+# Documented on every route. 422 replaces FastAPI's validation schema: quipu answers invalid input
+# with 400, and 422 only when a SPARQL evaluation passes the join limit.
+RESPONSES: dict[int | str, dict[str, Any]] = {
+    400: _documented("invalid input or a refused write"),
+    401: _documented("a write without a valid bearer credential"),
+    403: _documented("a write on a read-only server, or a denial"),
+    413: _documented("request body too large"),
+    422: _documented("a SPARQL evaluation passed the join limit"),
+    500: _documented("internal storage failure"),
+}
+
+
 def problem_body(exc: QuipuError) -> dict[str, Any]:
     body: dict[str, Any] = {
         "type": f"urn:quipu:problem:{exc.reason}",
@@ -49,7 +81,10 @@ def problem_response(exc: QuipuError, headers: dict[str, str] | None = None) -> 
 
 
 def _field_name(loc: tuple[Any, ...]) -> str | None:
-    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
+    # Only the first item says where the value came from: a field may be named "query" too.
+    parts = [str(p) for p in loc]
+    if parts and parts[0] in ("body", "query", "path", "header"):
+        parts = parts[1:]
     return ".".join(parts) or None
 
 
@@ -58,7 +93,9 @@ def from_validation(exc: RequestValidationError) -> QuipuError:
     errors = exc.errors()
     if not errors:
         return BadRequest("invalid request")
-    err = errors[0]
+    # An unknown key is reported before a missing one: {"entity": …} on a route that wants
+    # "iri" is a misspelt field, and must say so (tools-core §1.7).
+    err = next((e for e in errors if e.get("type") == "extra_forbidden"), errors[0])
     kind, loc, msg = str(err.get("type", "")), tuple(err.get("loc", ())), str(err.get("msg", "invalid"))
     name = _field_name(loc)
     if kind == "json_invalid":

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -29,7 +30,8 @@ from quipu.sparql import budget as budgets
 from quipu.sparql import subplans
 from quipu.sparql.cells import BNODE, LITERAL, URI, Cell, from_node, iri_cell, literal_cell, to_node
 from quipu.sparql.compiler import Compiled, Unsupported, compile_query
-from quipu.sparql.tree import walk
+from quipu.sparql.parse_lock import SPARQL_PARSE_LOCK
+from quipu.sparql.tree import leaves, walk
 from quipu.store import values
 from quipu.store.database import Database
 from quipu.store.dialect import Prepared
@@ -85,7 +87,8 @@ def prepare(text: str, base: str | None = None) -> Query:
 
 def _parse(text: str, base: str | None) -> Query:
     try:
-        query = prepareQuery(text, base=base)
+        with SPARQL_PARSE_LOCK:  # rdflib's grammar is not thread-safe
+            query = prepareQuery(text, base=base)
     except ParseException as exc:
         raise QueryError(f"SPARQL parse error: {exc}", reason="sparql_parse_error") from None
     except Exception as exc:  # rdflib raises bare Exceptions for some translation failures
@@ -116,10 +119,20 @@ def _check_supported(algebra: CompValue) -> None:
     for part in walk(algebra):
         if part.name in _UNSUPPORTED:
             raise QueryError(f"unsupported SPARQL construct: {_UNSUPPORTED[part.name]}", reason="unsupported")
+    for leaf in leaves(algebra):
+        # A \uD800-style escape decodes to a lone surrogate, which no RDF term (or UTF-8) can hold.
+        if isinstance(leaf, str) and not leaf.isascii():
+            try:
+                leaf.encode("utf-8")
+            except UnicodeEncodeError:
+                raise QueryError(
+                    "SPARQL parse error: the query holds a lone surrogate (U+D800-U+DFFF)",
+                    reason="sparql_parse_error",
+                ) from None
 
 
 def _dataset_scope(
-    db: Database, conn: Any, clause: list[CompValue] | None, graph: str | None
+    db: Database, conn: Any, clause: Sequence[Mapping[str, Any]] | None, graph: str | None
 ) -> tuple[frozenset[int], frozenset[int] | None]:
     """Default and named graph ids (DM §15.1 step 3); unknown IRIs contribute nothing."""
     # CompValue.get() answers a missing key with the key's name, so test membership instead.
@@ -150,6 +163,8 @@ def run_query(
     timeout_ms: int | None = None,
     max_join_rows: int | None = None,
     inference: str | None = None,
+    default_graphs: Sequence[str] | None = None,
+    named_graphs: Sequence[str] | None = None,
 ) -> QueryResult:
     """Evaluate ``text`` at the read point; results are fully materialised in one snapshot.
 
@@ -159,6 +174,9 @@ def run_query(
     The query is compiled to one SQL statement when the compiler handles it (``compiled=False``
     forces rdflib's evaluator, for comparison); ``QueryResult.plan`` says which path ran.
     ``inference="rdfs"`` makes ``rdf:type`` patterns match instances of subclasses too.
+    ``default_graphs`` / ``named_graphs`` (the SPARQL Protocol's ``default-graph-uri`` and
+    ``named-graph-uri``), when either is non-empty, replace the query's dataset clause exactly as
+    ``FROM`` / ``FROM NAMED`` would (SPARQL 1.1 Protocol §2.1.4: the protocol dataset wins).
     """
     if not isinstance(text, str) or not text.strip():
         raise QueryError("missing 'query' parameter", reason="missing_field")
@@ -172,7 +190,11 @@ def run_query(
         budgets.enforce(db, conn, timeout_ms=timeout_ms, max_join_rows=max_join_rows) as budget,
     ):
         cap = budget.row_cap(max_rows)  # final rows count against the join bound too
-        default, named = _dataset_scope(db, conn, main.get("datasetClause"), graph)
+        clause = main.get("datasetClause")
+        if default_graphs or named_graphs:
+            clause = [{"default": iri} for iri in default_graphs or ()]
+            clause += [{"named": iri} for iri in named_graphs or ()]
+        default, named = _dataset_scope(db, conn, clause, graph)
         scoped = view.with_graphs(default)
         if compiled:
             key = (text, base, scoped, named, cap, inference)

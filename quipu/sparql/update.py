@@ -23,9 +23,13 @@ NAMED/ALL reach committed graphs that are not companions or overlays (and never 
 graphs that receive inserts, or are CREATEd, are registered in the same database transaction.
 ``LOAD`` is refused (quipu never fetches); ``LOAD SILENT`` is a no-op, as SILENT asks.
 
+The protocol's ``using-graph-uri``/``using-named-graph-uri`` parameters give every
+``DELETE/INSERT … WHERE`` of the request that dataset, exactly as ``USING``/``USING NAMED`` in
+the text would; they are refused together with ``USING``/``WITH`` in the text, and when the
+request has no such operation to scope.
+
 Not here yet (the features do not exist): the vocabulary and SHACL gates (rule 8), the workflow
-guard (rule 9), authenticated identity (rule 10's ``transaction_auth``), semantic events
-(rule 12) and the REST protocol checks.
+guard (rule 9) and semantic events (rule 12).
 """
 
 from __future__ import annotations
@@ -33,7 +37,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
-import threading
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -55,6 +58,7 @@ from quipu import times
 from quipu.errors import BadLiteral, InvalidField, QueryError, QuipuError, WriteRefused
 from quipu.identity import Authenticated
 from quipu.rdfio.parse import skolem_prefix
+from quipu.sparql.parse_lock import SPARQL_PARSE_LOCK
 from quipu.sparql.tree import has_path, walk
 from quipu.store import values
 from quipu.store.database import Database, WriteContext
@@ -84,7 +88,7 @@ GraphKey = str | None
 Key = tuple[str, str, str | bytes]
 Triple = tuple[Node, Node, Node]
 
-_PARSE_LOCK = threading.Lock()
+_PARSE_LOCK = SPARQL_PARSE_LOCK  # the grammar is shared with query parsing
 _WRITTEN_LABEL = re.compile(r"_:([^\s<>{}()\[\];,\"'#]+)")
 _UNSUPPORTED = {"ServiceGraphPattern": "SERVICE"}
 
@@ -104,6 +108,7 @@ def parse_update(text: str) -> list[CompValue]:
     normalised ``"2001-01-01T00:00:00.000Z"^^xsd:dateTime`` would be stored, and matched, as a
     different value than the one written.
     """
+    check_structure(text)
     with _PARSE_LOCK:
         saved = rdflib.NORMALIZE_LITERALS
         rdflib.NORMALIZE_LITERALS = False
@@ -111,13 +116,61 @@ def parse_update(text: str) -> list[CompValue]:
             ops = _translate(parseUpdate(text))
         except ParseException as exc:
             raise _error(str(exc)) from None
+        except RecursionError:
+            raise _too_complex() from None
         except Exception as exc:  # rdflib raises bare Exceptions for some translation failures
             raise _error(str(exc) or type(exc).__name__) from None
         finally:
             rdflib.NORMALIZE_LITERALS = saved
-    for op in ops:
-        _check_operation(op)
+    try:
+        for op in ops:
+            _check_operation(op)
+    except RecursionError:
+        raise _too_complex() from None
     return ops
+
+
+# The structural pre-check [designed here]: the parser recurses per nesting level and per
+# operation, so a pathological request gets a clear refusal before it reaches the parser.
+MAX_NESTING = 32  # brackets ({, (, [) open at once
+MAX_OPERATIONS = 64  # operations separated by ';'
+_LEXEME = re.compile(
+    r'"""(?:[^"\\]|\\.|"(?!""))*"""'  # long strings
+    r"|'''(?:[^'\\]|\\.|'(?!''))*'''"
+    r'|"(?:[^"\\\n\r]|\\.)*"'  # short strings
+    r"|'(?:[^'\\\n\r]|\\.)*'"
+    r'|<[^<>"{}|^`\\\x00-\x20]*>'  # IRIs (a lone '<' is the less-than operator)
+    r"|#[^\n\r]*"  # comments
+    r"|[{}()\[\];]"
+)
+_OPEN, _CLOSE = frozenset("{(["), frozenset("})]")
+
+
+def check_structure(text: str) -> None:
+    """Refuse an update nested deeper than ``MAX_NESTING`` or longer than ``MAX_OPERATIONS``.
+
+    A lexical scan, run before any parser: brackets and ``;`` inside strings, IRIs and
+    comments do not count.
+    """
+    depth = deepest = 0
+    operations = 1
+    for match in _LEXEME.finditer(text):
+        token = match.group()
+        if token in _OPEN:
+            depth += 1
+            deepest = max(deepest, depth)
+        elif token in _CLOSE:
+            depth = max(depth - 1, 0)
+        elif token == ";" and depth == 0:
+            operations += 1
+    if deepest > MAX_NESTING:
+        raise _error(f"nesting too deep: {deepest} levels of brackets (at most {MAX_NESTING})")
+    if operations > MAX_OPERATIONS:
+        raise _error(f"too long: {operations} operations (at most {MAX_OPERATIONS}); split the request")
+
+
+def _too_complex() -> QueryError:
+    return _error("the update is nested too deeply or too long to parse; simplify it or split it up")
 
 
 def _translate(parsed: CompValue) -> list[CompValue]:
@@ -489,6 +542,8 @@ class _Request:
     text: str
     state: _State
     written_labels: frozenset[str]
+    # The protocol's using-graph-uri / using-named-graph-uri dataset (None: not given).
+    dataset: tuple[tuple[GraphKey, ...], frozenset[GraphKey]] | None = None
     anonymous: dict[str, str] = field(default_factory=dict)  # parser id → anonN, in first-seen order
     prefixes: dict[GraphKey, str] = field(default_factory=dict)
 
@@ -598,7 +653,9 @@ def _modify(request: _Request, index: int, op: CompValue) -> None:
     target: GraphKey = _graph_key(op.withClause) if op.withClause is not None else None
     default: list[GraphKey] = [target]
     named: frozenset[GraphKey] | None = None
-    if op.using:
+    if request.dataset is not None:  # checked: the text has no USING or WITH
+        default, named = list(request.dataset[0]), request.dataset[1]
+    elif op.using:
         # USING/USING NAMED replace the dataset of WHERE (and WITH's role in it), like FROM.
         default = [_graph_key(u.default) for u in op.using if u.default is not None]
         named = frozenset(_graph_key(u.named) for u in op.using if u.named is not None)
@@ -870,6 +927,39 @@ def _declaration(value: str | None, name: str) -> str | None:
     return value
 
 
+USING_GRAPH = "using-graph-uri"
+USING_NAMED_GRAPH = "using-named-graph-uri"
+
+
+def _protocol_dataset(
+    ops: Sequence[CompValue], using: Sequence[str], using_named: Sequence[str]
+) -> tuple[tuple[GraphKey, ...], frozenset[GraphKey]] | None:
+    """The dataset the protocol parameters give every DELETE/INSERT … WHERE (None: not given).
+
+    As with ``USING`` in the text, only the listed graphs are visible: ``using-graph-uri``
+    alone activates no named graph, ``using-named-graph-uri`` alone leaves the default empty.
+    """
+    if not using and not using_named:
+        return None
+    given = USING_GRAPH if using else USING_NAMED_GRAPH
+    for name, iris in ((USING_GRAPH, using), (USING_NAMED_GRAPH, using_named)):
+        for iri in iris:
+            values.check_iri(iri, name)
+    modify = [op for op in ops if op.name == "Modify"]
+    if not modify:
+        raise InvalidField(
+            f"'{given}' scopes the WHERE of a DELETE/INSERT … WHERE operation, and this update has none",
+            field=given,
+        )
+    if any(op.using or op.withClause is not None for op in modify):
+        raise InvalidField(
+            f"'{given}' cannot be combined with USING, USING NAMED or WITH in the update text",
+            field=given,
+        )
+    default = tuple(dict.fromkeys(_graph_key(URIRef(iri)) for iri in using))
+    return default, frozenset(_graph_key(URIRef(iri)) for iri in using_named)
+
+
 def run_update(
     db: Database,
     text: str,
@@ -877,20 +967,25 @@ def run_update(
     actor: str | None = None,
     source: str | None = None,
     auth: Authenticated | None = None,
+    using_graphs: Sequence[str] = (),
+    using_named_graphs: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Execute a SPARQL 1.1 Update request atomically (tools-core §3.10).
 
-    Returns ``{"tx", "asserted", "retracted", "graphs": [{"graph", "tx", "asserted",
-    "retracted"}]}``; ``tx`` is None when nothing changed, and then no transaction was written.
+    ``using_graphs``/``using_named_graphs`` are the protocol's ``using-graph-uri`` and
+    ``using-named-graph-uri`` parameters. Returns ``{"tx", "asserted", "retracted", "graphs":
+    [{"graph", "tx", "asserted", "retracted"}]}``; ``tx`` is None when nothing changed, and
+    then no transaction was written.
     """
     if not isinstance(text, str) or not text.strip():
         raise QueryError("missing 'update' parameter", reason="missing_field")
     actor = _declaration(actor, "actor")
     source = _declaration(source, "source") or DEFAULT_SOURCE
     ops = parse_update(text)
+    dataset = _protocol_dataset(ops, using_graphs, using_named_graphs)
     labels = frozenset(m.rstrip(".") for m in _WRITTEN_LABEL.findall(text))
     with db.write(auth) as ctx:
-        request = _Request(text, _State(db, ctx.conn), labels)
+        request = _Request(text, _State(db, ctx.conn), labels, dataset)
         request.number_anonymous(ops)
         for index, op in enumerate(ops):
             _run(request, index, op)

@@ -4,6 +4,7 @@ and the statement rows other readers (export, the rdflib view) build on. One sna
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Iterable
 from typing import Any
@@ -28,6 +29,13 @@ from quipu.store.views import TemporalView, visible
 
 RDF_TYPE = values.RDF + "type"
 RDFS_LABEL = "http://www.w3.org/2000/01/rdf-schema#label"
+I64_MAX = 2**63 - 1
+I64_MIN = -(2**63)
+
+
+def clamp_i64(n: int) -> int:
+    """A request integer bounded to what the database can bind (larger values mean "all")."""
+    return max(I64_MIN, min(I64_MAX, n))
 
 
 def resolve_graph(db: Database, conn: Connection, iri: str | None) -> int | None:
@@ -146,6 +154,8 @@ def unravel(db: Database, *, tx: int | None = None, valid_at: str | None = None)
     """Every ROOT claim visible at a transaction and/or valid instant (one row per claim)."""
     if tx is None and valid_at is None:
         raise InvalidField("unravel needs 'tx' or 'valid_at' (or both)", field="tx")
+    if isinstance(tx, int) and not isinstance(tx, bool) and tx > I64_MAX:
+        tx = I64_MAX  # every transaction id is below it: the same read point
     view = TemporalView.at(as_of_tx=tx, valid_at=valid_at)
     c = facts.c
     query = select(c.e, c.a, c.v, c.valid_from, c.valid_to, c.tx, c.retracted_tx, c.id).where(
@@ -191,6 +201,8 @@ def entity(db: Database, iri: str, *, expanded: bool = False) -> dict[str, Any]:
             c = facts.c
             for e, _a, v in statement_rows(conn, view, [c.e.in_(refs), c.a == label_id]):
                 labels.setdefault(e, []).append(v)
+            label_refs = {r for vs in labels.values() for v in vs if (r := values.ref_id(v)) is not None}
+            iri_of.update(db.terms.iris(conn, label_refs - iri_of.keys()))
     grouped: dict[str, list[Any]] = {}
     for _e, a, v in sorted(rows, key=lambda r: (iri_of[r[1]], _value_key(r[2], iri_of))):
         pred = iri_of[a]
@@ -209,9 +221,14 @@ def _jsonld_value(v: bytes, iri_of: dict[int, str], labels: list[bytes] | None) 
     if d.kind == "ref":
         node: dict[str, Any] = {"@id": iri_of[d.value]}
         if labels:
-            texts = [values.to_json(x, iri_of) for x in labels]
+            # JSON-LD value forms, in value order, like every other property of the document
+            texts = [
+                _jsonld_value(x, iri_of, None) for x in sorted(labels, key=lambda x: _value_key(x, iri_of))
+            ]
             node[RDFS_LABEL] = texts[0] if len(texts) == 1 else texts
         return node
+    if d.kind == "float" and not math.isfinite(d.value):
+        return {"@value": d.lexical, "@type": d.datatype}  # INF/NaN are not JSON numbers
     if d.kind in ("str", "int", "float", "bool"):
         return values.to_json(v, iri_of)
     if d.kind == "lang":
@@ -263,7 +280,7 @@ def transaction_log(db: Database, *, since: int | None = 0, limit: int | None = 
     query = (
         select(t.id, t.timestamp, t.actor, t.source, auth.principal, auth.credential_id, auth.auth_class)
         .select_from(transactions.outerjoin(transaction_auth, auth.tx_id == t.id))
-        .where(t.id > (since or 0))
+        .where(t.id > clamp_i64(since or 0))
         .order_by(t.id)
     )
     if limit is not None:
@@ -283,6 +300,79 @@ def transaction_log(db: Database, *, since: int | None = 0, limit: int | None = 
         for r in rows
     ]
     return {"transactions": out, "count": len(out)}
+
+
+# -- fragments -------------------------------------------------------------------------------
+
+FRAGMENT_PAGE_MAX = 1000
+_OBJECT_IRI_SCHEMES = ("http://", "https://", "urn:")
+
+
+def fragments(
+    db: Database,
+    *,
+    subject: str | None = None,
+    predicate: str | None = None,
+    object: str | None = None,
+    page: int = 1,
+    page_size: int = 100,
+) -> dict[str, Any]:
+    """One page of the Triple Pattern Fragment ``subject predicate object`` over ROOT's current
+    statements (tools-core §1.8). An absent or empty term is a wildcard; ``object`` is an IRI
+    when it starts with http://, https:// or urn:, else a plain string literal matched by its
+    encoding. Counting and paging run in SQL, ordered by subject, predicate, then object."""
+    subject, predicate, object = subject or None, predicate or None, object or None
+    if subject is not None:
+        values.check_iri(subject, "subject", blank=True)
+    if predicate is not None:
+        values.check_iri(predicate, "predicate")
+    page = max(1, page)
+    page_size = max(1, min(page_size, FRAGMENT_PAGE_MAX))
+    out: dict[str, Any] = {"triples": [], "totalCount": 0, "page": page, "pageSize": page_size}
+    object_iri = object if object is not None and object.startswith(_OBJECT_IRI_SCHEMES) else None
+    c = facts.c
+    # Current state of one graph: exactly one live claim per statement has dup = 0 (schema.py),
+    # so counting claims with it counts distinct statements without a DISTINCT.
+    conds: list[Any] = [TemporalView().where(facts), c.dup == 0]
+    with db.read() as conn:
+        named = [x for x in (subject, predicate, object_iri) if x is not None]
+        ids = db.terms.lookup(conn, named)
+        if len(ids) < len(set(named)):
+            return out  # an IRI the store has never seen matches nothing (reads never intern)
+        if subject is not None:
+            conds.append(c.e == ids[subject])
+        if predicate is not None:
+            conds.append(c.a == ids[predicate])
+        if object_iri is not None:
+            ref = values.ref(ids[object_iri])
+            conds += [c.vh == values.digest(ref), c.v_ref == ids[object_iri]]
+        elif object is not None:
+            enc = values.string(object)
+            conds += [c.vh == values.digest(enc), c.v == enc]
+        total = int(conn.execute(select(func.count()).select_from(facts).where(*conds)).scalar_one())
+        out["totalCount"] = total
+        offset = (page - 1) * page_size
+        if offset >= total:
+            return out
+        s, p, o = terms.alias("s"), terms.alias("p"), terms.alias("o")
+        query = (
+            select(c.v, s.c.iri, p.c.iri, o.c.iri)
+            .select_from(facts.join(s, s.c.id == c.e).join(p, p.c.id == c.a).outerjoin(o, o.c.id == c.v_ref))
+            .where(*conds)
+            # references (by IRI) before literals (by encoding): a total, repeatable order
+            .order_by(s.c.iri, p.c.iri, o.c.iri.is_(None), o.c.iri, c.v)
+            .limit(page_size)
+            .offset(offset)
+        )
+        rows = conn.execute(query).all()
+    triples = []
+    for row in rows:
+        v = bytes(row[0])
+        ref_id = values.ref_id(v)
+        obj = values.to_json(v, {} if ref_id is None else {ref_id: str(row[3])})
+        triples.append({"subject": str(row[1]), "predicate": str(row[2]), "object": obj})
+    out["triples"] = triples
+    return out
 
 
 # -- stats -----------------------------------------------------------------------------------

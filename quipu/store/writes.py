@@ -74,6 +74,7 @@ class KnotResult:
     valid_from: str
     claims: int  # claim rows written (new statements plus new ownership claims)
     tx_ids: tuple[int, ...] = ()  # one per destination graph, ROOT first
+    retracted: int = 0  # statements a snapshot replacement closed (always 0 in append mode)
 
 
 @dataclass(frozen=True)
@@ -140,17 +141,37 @@ def resolve_target_graph(db: Database, ctx: WriteContext, iri: str | None) -> in
     """A registered committed graph to write into; never interns (DM §1.4, knot rule 7)."""
     if iri is None or iri == "" or iri == ROOT_IRI:
         return ROOT
+    _refuse_companion(iri)
+    return _registered(ctx.conn, iri, db.terms.lookup_in(ctx, (iri,)).get(iri))
+
+
+def check_target_graph(db: Database, iri: str | None) -> None:
+    """``resolve_target_graph``'s refusals from a read snapshot, before any parsing.
+
+    ``/knot`` refuses a bad graph before a syntax error (tools-core §3.1 error order) without
+    parsing a large document first; the write checks again inside its transaction.
+    """
+    if iri is None or iri == "" or iri == ROOT_IRI:
+        return
+    _refuse_companion(iri)
+    with db.read() as conn:
+        _registered(conn, iri, db.terms.lookup(conn, (iri,)).get(iri))
+
+
+def _refuse_companion(iri: str) -> None:
     if is_companion(iri):
         raise WriteRefused(
             f"graph <{iri}> is a reserved companion inferred graph; only the reasoner writes there",
             field="graph",
         )
-    gid = db.terms.lookup_in(ctx, (iri,)).get(iri)
+
+
+def _registered(conn: Connection, iri: str, gid: int | None) -> int:
     if gid is None:
         raise UnknownGraph(
             f"unknown graph: {iri} — create and register it first via graph_create", field="graph"
         )
-    cls = ctx.conn.execute(select(graphs.c["class"]).where(graphs.c.g == gid)).scalar()
+    cls = conn.execute(select(graphs.c["class"]).where(graphs.c.g == gid)).scalar()
     if cls is None:
         raise UnknownGraph(f"graph {iri} is interned but not registered", field="graph")
     if cls == "overlay":
@@ -158,7 +179,10 @@ def resolve_target_graph(db: Database, ctx: WriteContext, iri: str | None) -> in
     return gid
 
 
-def _rows(statements: Sequence[Statement], ids: dict[str, int], graph_of: dict[str | None, int]) -> _Plan:
+def grouped_rows(
+    statements: Sequence[Statement], ids: dict[str, int], graph_of: dict[str | None, int]
+) -> _Plan:
+    """Interned statements as staging rows, grouped by destination graph id and deduplicated."""
     plan: _Plan = {}
     digest, ref, numeric = values.digest, values.ref, values.numeric
     ref_digests: dict[int, tuple[bytes, bytes]] = {}
@@ -399,7 +423,7 @@ def assert_statements(
         ids = db.terms.intern(ctx, batch.iris)
         report("interned terms", len(ids), len(ids))
         with gc_paused(len(batch.statements) > _BULK_ROWS):
-            plan = _rows(batch.statements, ids, graph_of)
+            plan = grouped_rows(batch.statements, ids, graph_of)
         total = sum(len(b) for b in plan.values())
         done = 0
         order = sorted(set(plan) | {target})  # ROOT (0) first, then ascending ids

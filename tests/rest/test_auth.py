@@ -1,0 +1,335 @@
+"""Credentials, read-only mode and the route table, generated from ``route_table.ROUTES``.
+
+Every write route gets the whole matrix (no credential, a wrong one, the shared token, a named
+token with its principal recorded, read-only mode); every read route is checked open. A route
+added to the table without a sample request here fails ``test_every_route_has_a_sample``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from quipu.api import KnowledgeBase
+from quipu.config import load_settings
+from quipu.errors import ConfigError
+from quipu.identity import SHARED_PRINCIPAL
+from quipu.rest import route_table
+from quipu.rest.app import create_app
+from quipu.rest.auth import Credentials, bearer_token, hash_token
+
+EX = "http://ex.org/"
+SHARED_TOKEN = "shared-token-0123456789abcdef"
+NAMED_TOKEN = "named-token-abcdef0123456789"
+FILE_TOKEN = "file-token-9876543210fedcba"
+
+# A request for each route: (kb) -> httpx request kwargs. ``kb`` lets a sample prepare data
+# (a write sample must commit a transaction, so its principal can be checked).
+Sample = Callable[[KnowledgeBase], dict[str, Any]]
+
+
+def _seed(kb: KnowledgeBase) -> None:
+    if not kb.query(f"ASK {{ <{EX}s> ?p ?o }}"):
+        kb.knot(f'<{EX}s> <{EX}p> "one" .\n<{EX}s> <{EX}q> <{EX}o> .', "nt")
+
+
+def _retract(kb: KnowledgeBase) -> dict[str, Any]:
+    _seed(kb)
+    kb.knot(f'<{EX}s> <{EX}gone> "x" .', "nt")
+    return {"json": {"entity": f"{EX}s", "predicate": f"{EX}gone"}}
+
+
+def _set(kb: KnowledgeBase) -> dict[str, Any]:
+    _seed(kb)
+    n = len(kb.transactions(limit=None)["transactions"])
+    return {"json": {"entity": f"{EX}s", "predicate": f"{EX}p", "value": f"v{n}"}}
+
+
+def _entity_history(kb: KnowledgeBase) -> dict[str, Any]:
+    _seed(kb)
+    return {"json": {"iri": f"{EX}s"}}
+
+
+WRITES: dict[tuple[str, str], Sample] = {
+    ("POST", "/knot"): lambda kb: {"json": {"turtle": f'<{EX}a> <{EX}b> "c" .'}},
+    ("POST", "/retract"): _retract,
+    ("POST", "/set"): _set,
+    ("POST", "/update"): lambda kb: {
+        "content": f'INSERT DATA {{ <{EX}u> <{EX}v> "{len(kb.transactions(limit=None)["transactions"])}" }}',
+        "headers": {"Content-Type": "application/sparql-update"},
+    },
+}
+
+READS: dict[tuple[str, str], Sample] = {
+    ("GET", "/query"): lambda kb: {"params": {"query": "ASK { ?s ?p ?o }"}},
+    ("POST", "/query"): lambda kb: {"json": {"query": "SELECT * WHERE { ?s ?p ?o }"}},
+    ("POST", "/export"): lambda kb: {"json": {}},
+    ("POST", "/cord"): lambda kb: {"json": {}},
+    ("POST", "/unravel"): lambda kb: {"json": {"tx": 1}},
+    ("GET", "/entity"): lambda kb: {"params": {"iri": f"{EX}s"}},
+    ("GET", "/entity/{iri:path}"): lambda kb: {
+        "url": f"/entity/{EX}s",
+        "headers": {"Accept": "application/ld+json"},
+    },
+    ("POST", "/entity_history"): _entity_history,
+    ("GET", "/fragments"): lambda kb: {},
+    ("GET", "/transactions"): lambda kb: {},
+    ("GET", "/stats"): lambda kb: {},
+    ("GET", "/health"): lambda kb: {},
+    ("GET", "/version"): lambda kb: {},
+}
+
+
+def _call(
+    client: TestClient, route: tuple[str, str], sample: Sample | dict[str, Any], token: str | None = None
+) -> Any:
+    kb: KnowledgeBase = client.app.state.kb  # type: ignore[attr-defined]
+    method, path = route
+    kwargs = dict(sample) if isinstance(sample, dict) else sample(kb)
+    url = kwargs.pop("url", path)
+    headers = dict(kwargs.pop("headers", {}))
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    return client.request(method, url, headers=headers, **kwargs)
+
+
+@pytest.fixture
+def token_file(tmp_path: Path) -> Path:
+    path = tmp_path / "svc.token"
+    path.write_text(FILE_TOKEN + "\n")
+    path.chmod(0o600)
+    return path
+
+
+def _client(tmp_path: Path, **server: Any) -> TestClient:
+    return TestClient(create_app(load_settings(store={"db": str(tmp_path / "auth.db")}, server=server)))
+
+
+@pytest.fixture
+def guarded(tmp_path: Path, token_file: Path) -> Iterator[TestClient]:
+    credentials = [
+        {"principal": "ingest-bot", "id": "ingest-2026", "token_hash": hash_token(NAMED_TOKEN)},
+        {"principal": "file-bot", "token_file": str(token_file)},
+    ]
+    with _client(tmp_path, auth_token=SHARED_TOKEN, credentials=credentials) as client:
+        yield client
+
+
+def test_every_route_has_a_sample() -> None:
+    classified = {route: cls for route, cls in route_table.ROUTES.items()}
+    assert {r for r, c in classified.items() if c == route_table.WRITE} == set(WRITES)
+    assert {r for r, c in classified.items() if c == route_table.READ} == set(READS)
+
+
+def test_the_table_matches_the_served_routes(tmp_path: Path) -> None:
+    app = create_app(load_settings(store={"db": str(tmp_path / "t.db")}))
+    served = {
+        (method.upper(), path.replace("{iri}", "{iri:path}"))
+        for path, operations in app.openapi()["paths"].items()
+        for method in operations
+    }
+    assert served == set(route_table.ROUTES)
+
+
+def test_an_unclassified_route_refuses_to_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delitem(route_table.ROUTES, ("POST", "/knot"))
+    with pytest.raises(ConfigError, match="missing from the route table"):
+        create_app(load_settings(store={"db": str(tmp_path / "t.db")}))
+
+
+@pytest.mark.parametrize("route", sorted(WRITES), ids=lambda r: f"{r[0]} {r[1]}")
+def test_write_without_credential_is_401(guarded: TestClient, route: tuple[str, str]) -> None:
+    prepared = WRITES[route](guarded.app.state.kb)  # type: ignore[attr-defined]
+    before = guarded.app.state.kb.export("ntriples")  # type: ignore[attr-defined]
+    response = _call(guarded, route, prepared)
+    assert response.status_code == 401
+    body = response.json()
+    assert body["reason"] == "missing_or_invalid_bearer_token"
+    assert body["error"]
+    assert response.headers["content-type"].startswith("application/problem+json")
+    # The guard runs before the handler: nothing of the refused write reached the store.
+    assert guarded.app.state.kb.export("ntriples") == before  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("route", sorted(WRITES), ids=lambda r: f"{r[0]} {r[1]}")
+@pytest.mark.parametrize("token", ["wrong-token-0000000000000000", SHARED_TOKEN + "x", SHARED_TOKEN[:-1]])
+def test_write_with_wrong_credential_is_401(guarded: TestClient, route: tuple[str, str], token: str) -> None:
+    response = _call(guarded, route, WRITES[route], token)
+    assert response.status_code == 401
+    assert response.json()["reason"] == "missing_or_invalid_bearer_token"
+
+
+def _last_auth(client: TestClient) -> Any:
+    log = client.app.state.kb.transactions(limit=None)["transactions"]  # type: ignore[attr-defined]
+    return log[-1]["authenticated"]
+
+
+@pytest.mark.parametrize("route", sorted(WRITES), ids=lambda r: f"{r[0]} {r[1]}")
+def test_write_with_shared_token_succeeds(guarded: TestClient, route: tuple[str, str]) -> None:
+    response = _call(guarded, route, WRITES[route], SHARED_TOKEN)
+    assert 200 <= response.status_code < 300, response.text
+    assert _last_auth(guarded) == {
+        "principal": SHARED_PRINCIPAL,
+        "credential_id": None,
+        "auth_class": "legacy_shared_bearer",
+    }
+
+
+@pytest.mark.parametrize("route", sorted(WRITES), ids=lambda r: f"{r[0]} {r[1]}")
+def test_write_with_named_token_records_the_principal(guarded: TestClient, route: tuple[str, str]) -> None:
+    response = _call(guarded, route, WRITES[route], NAMED_TOKEN)
+    assert 200 <= response.status_code < 300, response.text
+    assert _last_auth(guarded) == {
+        "principal": "ingest-bot",
+        "credential_id": "ingest-2026",
+        "auth_class": "named_bearer",
+    }
+
+
+@pytest.mark.parametrize("route", sorted(WRITES), ids=lambda r: f"{r[0]} {r[1]}")
+def test_write_with_token_file_credential(guarded: TestClient, route: tuple[str, str]) -> None:
+    response = _call(guarded, route, WRITES[route], FILE_TOKEN)
+    assert 200 <= response.status_code < 300, response.text
+    assert _last_auth(guarded) == {
+        "principal": "file-bot",
+        "credential_id": "file-bot",
+        "auth_class": "named_bearer",
+    }
+
+
+@pytest.mark.parametrize("route", sorted(WRITES), ids=lambda r: f"{r[0]} {r[1]}")
+def test_read_only_refuses_writes_even_with_a_valid_token(tmp_path: Path, route: tuple[str, str]) -> None:
+    with _client(tmp_path, auth_token=SHARED_TOKEN, read_only=True) as client:
+        for token in (SHARED_TOKEN, None):
+            response = _call(client, route, WRITES[route], token)
+            assert response.status_code == 403
+            body = response.json()
+            assert body["reason"] == "server_is_read_only"
+            assert body["endpoint"] == route[1]
+
+
+@pytest.mark.parametrize("route", sorted(WRITES), ids=lambda r: f"{r[0]} {r[1]}")
+def test_writes_are_open_without_configured_credentials(tmp_path: Path, route: tuple[str, str]) -> None:
+    with _client(tmp_path) as client:
+        response = _call(client, route, WRITES[route], "anything-at-all-00000000")
+        assert 200 <= response.status_code < 300, response.text
+        assert _last_auth(client) is None  # no credential is configured, so none is verified
+
+
+@pytest.mark.parametrize("route", sorted(READS), ids=lambda r: f"{r[0]} {r[1]}")
+def test_reads_are_open_and_served_read_only(tmp_path: Path, route: tuple[str, str]) -> None:
+    with _client(tmp_path, auth_token=SHARED_TOKEN, read_only=True) as client:
+        _seed(client.app.state.kb)  # type: ignore[attr-defined]
+        for token in (None, "wrong-token-0000000000000000"):
+            response = _call(client, route, READS[route], token)
+            assert 200 <= response.status_code < 300, (route, response.text)
+
+
+def test_actor_is_a_declaration_not_an_identity(guarded: TestClient) -> None:
+    body = {"turtle": f'<{EX}a> <{EX}b> "claimed" .', "actor": "ingest-bot"}
+    response = guarded.post("/knot", json=body, headers={"Authorization": f"Bearer {SHARED_TOKEN}"})
+    assert response.status_code == 200
+    last = guarded.app.state.kb.transactions(limit=None)["transactions"][-1]  # type: ignore[attr-defined]
+    assert last["actor"] == "ingest-bot"
+    assert last["authenticated"]["principal"] == SHARED_PRINCIPAL
+
+
+def test_anonymous_write_records_no_identity(tmp_path: Path) -> None:
+    with _client(tmp_path) as client:
+        assert client.post("/knot", json={"turtle": f'<{EX}a> <{EX}b> "c" .'}).status_code == 200
+        assert _last_auth(client) is None
+
+
+@pytest.mark.parametrize(
+    ("header", "token"),
+    [
+        ("Bearer abc", "abc"),
+        ("bearer abc", "abc"),
+        ("BEARER   abc  ", "abc"),
+        ("  Bearer abc", "abc"),
+        ("Basic abc", None),
+        ("Bearer", None),
+        ("Bearer    ", None),
+        ("", None),
+        (None, None),
+    ],
+)
+def test_bearer_header_parsing(header: str | None, token: str | None) -> None:
+    assert bearer_token(header) == token
+
+
+def test_scheme_is_case_insensitive_and_token_trimmed(guarded: TestClient) -> None:
+    response = guarded.post(
+        "/knot",
+        json={"turtle": f'<{EX}a> <{EX}b> "c" .'},
+        headers={"Authorization": f"bEaReR  {SHARED_TOKEN}  "},
+    )
+    assert response.status_code == 200
+
+
+def test_credentials_verify_each_kind() -> None:
+    settings = load_settings(
+        server={
+            "auth_token": SHARED_TOKEN,
+            "credentials": [{"principal": "p", "token_hash": hash_token(NAMED_TOKEN)}],
+        }
+    )
+    creds = Credentials.from_settings(settings.server)
+    assert creds.configured
+    shared = creds.verify(f"Bearer {SHARED_TOKEN}")
+    named = creds.verify(f"Bearer {NAMED_TOKEN}")
+    assert shared is not None and shared.auth_class == "legacy_shared_bearer"
+    assert named is not None and (named.principal, named.credential_id) == ("p", "p")
+    assert creds.verify("Bearer nope") is None
+    assert creds.verify(None) is None
+    assert not Credentials.from_settings(load_settings().server).configured
+
+
+def test_hash_token_is_salted() -> None:
+    first, second = hash_token(NAMED_TOKEN), hash_token(NAMED_TOKEN)
+    assert first != second
+    assert first.startswith("sha256:")
+    assert NAMED_TOKEN not in first
+
+
+@pytest.mark.parametrize(
+    ("credential", "message"),
+    [
+        ({"principal": "p", "token_hash": "md5:00:11"}, "token_hash must be"),
+        ({"principal": "p", "token_hash": "sha256:zz:11"}, "token_hash must be"),
+    ],
+)
+def test_malformed_hash_refuses_to_start(tmp_path: Path, credential: dict[str, str], message: str) -> None:
+    settings = load_settings(store={"db": str(tmp_path / "x.db")}, server={"credentials": [credential]})
+    with pytest.raises(ConfigError, match=message):
+        create_app(settings)
+
+
+def test_unsafe_token_files_refuse_to_start(tmp_path: Path) -> None:
+    loose = tmp_path / "loose.token"
+    loose.write_text(FILE_TOKEN)
+    loose.chmod(0o644)
+    big = tmp_path / "big.token"
+    big.write_text("x" * 5000)
+    big.chmod(0o600)
+    short = tmp_path / "short.token"
+    short.write_text("abc")
+    short.chmod(0o600)
+    cases = [
+        (loose, "must be private"),
+        (big, "larger than"),
+        (short, "shorter than"),
+        (tmp_path, "not a regular file"),
+    ]
+    cases.append((tmp_path / "missing.token", "cannot read"))
+    for path, message in cases:
+        settings = load_settings(
+            store={"db": str(tmp_path / "x.db")},
+            server={"credentials": [{"principal": "p", "token_file": str(path)}]},
+        )
+        with pytest.raises(ConfigError, match=message):
+            create_app(settings)

@@ -4,7 +4,7 @@ uv := env_var_or_default("QUIPU_UV", "uv")
 
 default: check test
 
-# Start the HTTP service on ./quipu.db (pass --db, --port, ... to override)
+# Start the HTTP service on ./quipu.db at 127.0.0.1:3030 (pass --db, --bind, --read-only, --config)
 serve *args:
     {{uv}} run quipu-server {{args}}
 

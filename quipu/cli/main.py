@@ -38,7 +38,8 @@ DbOption = Annotated[
     str | None,
     typer.Option("--db", help="Store file (or ':memory:'); default from QUIPU_STORE__DB or quipu.toml"),
 ]
-ConfigOption = Annotated[str | None, typer.Option("--config", help="TOML file with a [quipu] table")]
+# Help text is Rich markup: \[ keeps a bracket.
+ConfigOption = Annotated[str | None, typer.Option("--config", help=r"TOML file with a \[quipu] table")]
 LARGE_INPUT = 4 * 1024 * 1024  # bytes; larger ingests show a progress bar
 
 
@@ -335,3 +336,56 @@ def cord(
     """List ROOT entities with their current statements."""
     with _store(db, config) as kb:
         _emit(kb.cord(type=type, limit=limit))
+
+
+@app.command("token")
+def token(
+    principal: Annotated[
+        str | None,
+        typer.Option("--principal", help="who will use the token, recorded on each write (default agent)"),
+    ] = None,
+    credential_id: Annotated[
+        str | None, typer.Option("--id", help="credential id, to tell tokens apart (default PRINCIPAL-DATE)")
+    ] = None,
+    hash_only: Annotated[
+        bool, typer.Option("--hash", help="read a token from stdin and print only its hash")
+    ] = False,
+) -> None:
+    r"""Make a bearer token: the token on stdout, its \[\[quipu.server.credentials]] entry on stderr."""
+    import getpass
+    from datetime import UTC, datetime
+
+    from pydantic import ValidationError
+
+    from quipu.config import NamedCredential
+    from quipu.rest.auth import MIN_TOKEN, hash_token, new_token
+
+    with _refusals():
+        if hash_only:
+            secret = getpass.getpass("token: ") if sys.stdin.isatty() else sys.stdin.read()
+            secret = secret.strip()
+            if len(secret) < MIN_TOKEN:
+                raise InvalidField(f"the token is shorter than {MIN_TOKEN} characters", field="token")
+        else:
+            secret = new_token()
+        digest = hash_token(secret)
+        name = principal if principal is not None else "agent"
+        cred_id = credential_id or f"{name}-{datetime.now(UTC):%Y-%m-%d}"
+        try:
+            NamedCredential(principal=name, id=cred_id, token_hash=digest)
+        except ValidationError as exc:
+            problem = exc.errors()[0]
+            raise InvalidField(
+                f"--{problem['loc'][0]}: {problem['msg']}", field=str(problem["loc"][0])
+            ) from None
+    sys.stdout.write((digest if hash_only else secret) + "\n")
+    if hash_only and principal is None:
+        return
+    # json.dumps gives a valid TOML basic string for any name.
+    sys.stderr.write(
+        "# Add to quipu.toml or your user config; the server keeps only this hash.\n"
+        "[[quipu.server.credentials]]\n"
+        f"principal = {json.dumps(name, ensure_ascii=False)}\n"
+        f"id = {json.dumps(cred_id, ensure_ascii=False)}\n"
+        f"token_hash = {json.dumps(digest)}\n"
+    )

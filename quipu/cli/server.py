@@ -1,16 +1,34 @@
-"""``quipu-server``: serve the REST app over HTTP on an embedded SQLite store."""
+"""``quipu-server``: serve the REST app over HTTP on an embedded SQLite store.
+
+Settings come from the config files, ``QUIPU_*`` variables and these flags (``quipu.config``). A
+configuration mistake exits 2 with one plain ``error: ...`` line before anything binds. Once
+running, every log line (uvicorn's, the per-request access log, quipu's) is one JSON object on
+stderr. SIGINT and SIGTERM stop it gracefully: in-flight requests finish, the store closes, and
+the process exits 0.
+"""
 
 from __future__ import annotations
 
+import ipaddress
+import logging
+import re
+import signal
+import sys
+from types import FrameType
 from typing import Annotated
 
 import typer
 
 import quipu
-from quipu.config import load_settings
-from quipu.errors import QuipuError
+from quipu.config import DEFAULT_PORT, Settings, load_settings
+from quipu.errors import ConfigError, QuipuError
 
 cli = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+log = logging.getLogger("quipu.server")
+DEFAULT_BIND = f"127.0.0.1:{DEFAULT_PORT}"
+BIND_FORMS = "HOST:PORT, [IPv6]:PORT, :PORT or HOST"
+_HELP_BIND_FORMS = BIND_FORMS.replace("[", r"\[")  # help text is Rich markup; \[ keeps a bracket
+_HOSTNAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})")
 
 
 def _version(value: bool) -> None:
@@ -19,34 +37,136 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+def _port(text: str, bind: str) -> int:
+    if not text.isdigit() or int(text) > 65535:
+        raise ConfigError(f"--bind {bind!r}: the port must be a number from 0 to 65535")
+    return int(text)
+
+
+def _ipv6(text: str, bind: str) -> str:
+    try:
+        return str(ipaddress.IPv6Address(text))
+    except ValueError:
+        raise ConfigError(f"--bind {bind!r}: {text!r} is not an IPv6 address") from None
+
+
+def parse_bind(bind: str) -> tuple[str | None, int | None]:
+    """``(host, port)`` of a ``--bind`` value; None where it leaves the configured value."""
+    text = bind.strip()
+    if text.startswith("["):
+        inner, closed, rest = text[1:].partition("]")
+        if not closed or (rest and not rest.startswith(":")):
+            raise ConfigError(f"--bind {bind!r}: expected {BIND_FORMS}")
+        return _ipv6(inner, bind), (_port(rest[1:], bind) if rest else None)
+    if text.count(":") > 1:  # a bare IPv6 address: it cannot carry a port without brackets
+        return _ipv6(text, bind), None
+    host, colon, port = text.partition(":")
+    if not host and not colon:
+        raise ConfigError(f"--bind is empty: expected {BIND_FORMS}")
+    if host and not _HOSTNAME.fullmatch(host):
+        raise ConfigError(f"--bind {bind!r}: {host!r} is not a host name or address")
+    if host and host.replace(".", "").isdigit():
+        try:
+            ipaddress.IPv4Address(host)
+        except ValueError:
+            raise ConfigError(f"--bind {bind!r}: {host!r} is not an IPv4 address") from None
+    return host or None, (_port(port, bind) if colon else None)
+
+
+def is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a name other than localhost may resolve anywhere
+
+
+def base_url(host: str, port: int) -> str:
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def warn_if_writes_open(settings: Settings, credentials_configured: bool) -> bool:
+    """Log a warning when a non-loopback bind would accept writes from anyone; True if it did."""
+    server = settings.server
+    if is_loopback(server.host) or server.read_only or credentials_configured:
+        return False
+    log.warning(
+        "writes are open to anyone who can reach this address: no credential is configured "
+        "(set server.auth_token or server.credentials, made with `quipu token`, or serve --read-only)",
+        extra={"fields": {"host": server.host, "port": server.port}},
+    )
+    return True
+
+
+def _stop(signum: int, frame: FrameType | None) -> None:
+    # uvicorn re-raises the signal it shut down for once it is done; end here, quietly, with 0.
+    raise SystemExit(0)
+
+
 @cli.command()
 def serve(
     db: Annotated[
         str | None, typer.Option("--db", help="store file (default quipu.db in the working directory)")
     ] = None,
-    host: Annotated[str | None, typer.Option("--host", help="bind address (default 127.0.0.1)")] = None,
-    port: Annotated[int | None, typer.Option("--port", help="TCP port (default 8765)")] = None,
-    config: Annotated[str | None, typer.Option("--config", help="TOML file with a [quipu] table")] = None,
+    bind: Annotated[
+        str | None,
+        typer.Option(
+            "--bind",
+            metavar="ADDRESS",
+            help=f"{_HELP_BIND_FORMS} to listen on (default {DEFAULT_BIND}, or server.host/server.port)",
+        ),
+    ] = None,
+    config: Annotated[str | None, typer.Option("--config", help=r"TOML file with a \[quipu] table")] = None,
+    read_only: Annotated[
+        bool, typer.Option("--read-only", help="refuse every write route with 403 (reads stay open)")
+    ] = False,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="print the version and exit")
     ] = False,
 ) -> None:
     """Start the quipu HTTP service."""
+    try:
+        host, port = parse_bind(bind) if bind is not None else (None, None)
+        settings = load_settings(
+            config,
+            store={"db": db},
+            server={"host": host, "port": port, "read_only": True if read_only else None},
+        )
+        from quipu.rest.app import create_app  # after the cheap checks: FastAPI takes a while to import
+
+        app = create_app(settings)  # reads token files: a bad one fails here, before binding
+    except QuipuError as exc:
+        sys.stderr.write(f"error: {exc.message}\n")
+        raise typer.Exit(2) from None
+
     import uvicorn
 
-    from quipu.rest.app import create_app
+    from quipu.rest.logs import configure
+    from quipu.version import version_info
 
-    try:
-        settings = load_settings(config, store={"db": db}, server={"host": host, "port": port})
-        app = create_app(settings)
-    except QuipuError as exc:
-        typer.echo(f"error: {exc.message}", err=True)
-        raise typer.Exit(2) from None
-    typer.echo(
-        f"quipu {quipu.__version__}: store {settings.store.db}, http://{settings.server.host}:{settings.server.port}",
-        err=True,
+    configure()
+    server = settings.server
+    build = version_info()
+    log.info(
+        "starting",
+        extra={
+            "fields": {
+                "version": build["version"],
+                "git_sha": build["git_sha"],
+                "git_dirty": build["git_dirty"],
+                "store": settings.store.db,
+                "url": base_url(server.host, server.port),
+                "read_only": server.read_only,
+            }
+        },
     )
-    uvicorn.run(app, host=settings.server.host, port=settings.server.port, log_level="info")
+    warn_if_writes_open(settings, app.state.credentials.configured)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _stop)
+    # log_config=None keeps our JSON handler; the access log is quipu's own (one line per request,
+    # with its request id). No graceful-shutdown timeout: an in-flight write is let finish.
+    uvicorn.run(app, host=server.host, port=server.port, log_config=None, access_log=False, log_level="info")
 
 
 def main() -> None:

@@ -9,6 +9,7 @@ from typing import Any
 from rdflib import Graph
 from rdflib.term import Node
 
+from quipu.config import Settings
 from quipu.identity import Authenticated
 from quipu.rdfio import ingest
 from quipu.rdfio.export import DEFAULT_BASE_NS, ExportResult, entity_turtle, export
@@ -44,6 +45,20 @@ class KnowledgeBase:
         self.query_timeout_ms = budgets.limit("query_timeout_ms", query_timeout_ms)
         self.max_join_rows = budgets.limit("max_join_rows", max_join_rows)
         self._stats = reads.StatsCache()
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> KnowledgeBase:
+        """The store ``settings.store`` names, with the query budgets of ``settings.search``."""
+        store, search = settings.store, settings.search
+        return cls(
+            store.db,
+            synchronous=store.synchronous,
+            cache_mb=store.cache_mb,
+            readers=store.readers,
+            max_sparql_rows=search.max_sparql_rows,
+            query_timeout_ms=search.query_timeout_ms,
+            max_join_rows=search.max_join_rows,
+        )
 
     # -- writes ------------------------------------------------------------------------------
 

@@ -59,20 +59,10 @@ def _refusals() -> Iterator[None]:
 @contextmanager
 def _store(db: str | None, config: str | None) -> Iterator[KnowledgeBase]:
     """The configured store, open for the duration of one command."""
-    import quipu
+    from quipu.api import KnowledgeBase  # imported late: the CLI starts without the store stack
 
     with _refusals():
-        settings = load_settings(config, store={"db": db})
-        store, search = settings.store, settings.search
-        kb = quipu.open(
-            store.db,
-            synchronous=store.synchronous,
-            cache_mb=store.cache_mb,
-            readers=store.readers,
-            max_sparql_rows=search.max_sparql_rows,
-            query_timeout_ms=search.query_timeout_ms,
-            max_join_rows=search.max_join_rows,
-        )
+        kb = KnowledgeBase.from_settings(load_settings(config, store={"db": db}))
         try:
             yield kb
         finally:

@@ -15,6 +15,7 @@ from fastapi.routing import APIRoute
 from starlette.middleware.cors import CORSMiddleware
 
 import quipu
+from quipu.api import KnowledgeBase
 from quipu.config import Settings
 from quipu.errors import ConfigError
 from quipu.rest import problems, route_table
@@ -31,16 +32,7 @@ def _operation_id(route: APIRoute) -> str:
 def create_app(settings: Settings) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        store = settings.store
-        kb = quipu.open(
-            store.db,
-            synchronous=store.synchronous,
-            cache_mb=store.cache_mb,
-            readers=store.readers,
-            max_sparql_rows=settings.search.max_sparql_rows,
-            query_timeout_ms=settings.search.query_timeout_ms,
-            max_join_rows=settings.search.max_join_rows,
-        )
+        kb = KnowledgeBase.from_settings(settings)
         app.state.kb = kb
         try:
             yield

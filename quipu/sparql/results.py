@@ -496,6 +496,27 @@ def serialise(result: QueryResult, media_type: str, *, field: str = "accept") ->
     return writer(result), f"{base}; charset=utf-8"
 
 
+def media_ranges(header: str | None) -> list[tuple[str, float]]:
+    """``(media range, q)`` of each part of an Accept header, lower-cased, in the client's
+    order; ranges with q = 0 (or an unreadable q) are dropped."""
+    out: list[tuple[str, float]] = []
+    for item in (header or "").split(","):
+        kind, *params = (part.strip() for part in item.split(";"))
+        if not kind:
+            continue
+        q = 1.0
+        for param in params:
+            name, _, value = param.partition("=")
+            if name.strip().lower() == "q":
+                try:
+                    q = float(value)
+                except ValueError:
+                    q = 0.0
+        if q > 0:
+            out.append((kind.lower(), q))
+    return out
+
+
 def negotiate(accept: str | None, form: str) -> str | None:
     """The canonical media type an Accept header prefers for a ``form`` result, or None when it
     accepts none of them. No header, ``*/*`` and ``type/*`` pick the form's default: SPARQL JSON
@@ -506,19 +527,8 @@ def negotiate(accept: str | None, form: str) -> str | None:
     if not accept or not accept.strip():
         return offered[0]
     best: tuple[float, int, int, str] | None = None  # q, specificity, -position, choice
-    for position, item in enumerate(accept.split(",")):
-        kind, *params = (part.strip() for part in item.split(";"))
-        q = 1.0
-        for param in params:
-            name, _, value = param.partition("=")
-            if name.strip().lower() == "q":
-                try:
-                    q = float(value)
-                except ValueError:
-                    q = 0.0
-        if q <= 0:
-            continue
-        base = ALIASES.get(kind.lower(), kind.lower())
+    for position, (kind, q) in enumerate(media_ranges(accept)):
+        base = ALIASES.get(kind, kind)
         if base == "*/*":
             choice, specificity = offered[0], 0
         elif base.endswith("/*"):

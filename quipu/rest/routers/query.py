@@ -59,6 +59,7 @@ from quipu.sparql.results import (
     SPARQL_XML,
     TSV,
     TURTLE,
+    media_ranges,
     media_types,
     serialise,
 )
@@ -256,19 +257,7 @@ def _standard_format(accept: str, form: str) -> str | None:
     JSON shape (``application/json``, ``*/*``, ``application/*``, or nothing that fits)."""
     offered = list(media_types(form))
     best: tuple[float, int, int, str | None] | None = None  # q, specificity, -position, choice
-    for position, item in enumerate(accept.split(",")):
-        kind, *params = (part.strip() for part in item.split(";"))
-        kind = kind.lower()
-        q = 1.0
-        for param in params:
-            name, _, value = param.partition("=")
-            if name.strip().lower() == "q":
-                try:
-                    q = float(value)
-                except ValueError:
-                    q = 0.0
-        if not q > 0:
-            continue
+    for position, (kind, q) in enumerate(media_ranges(accept)):
         choice: str | None
         if kind in (JSON, "*/*", "application/*"):
             choice, specificity = None, (2 if kind == JSON else 0 if kind == "*/*" else 1)

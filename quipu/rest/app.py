@@ -22,6 +22,7 @@ from quipu.rest import problems, route_table
 from quipu.rest.auth import Credentials, guard
 from quipu.rest.middleware import AccessLog, BodyLimit
 from quipu.rest.routers import query, reads, service, update, writes
+from quipu.store.database import check_location
 
 
 def _operation_id(route: APIRoute) -> str:
@@ -50,6 +51,7 @@ def create_app(settings: Settings) -> FastAPI:
         generate_unique_id_function=_operation_id,
         responses=problems.RESPONSES,
     )
+    check_location(settings.store.db)  # a bad path fails here, before the server binds
     app.state.settings = settings
     app.state.credentials = Credentials.from_settings(settings.server)
     problems.install(app)

@@ -56,6 +56,13 @@ def sqlite_url(location: str) -> tuple[str, bool]:
     return f"sqlite:///{Path(location).expanduser()}", False
 
 
+def check_location(location: str) -> None:
+    """Refuse a store location that cannot be opened, before anything is created."""
+    url, memory = sqlite_url(location)
+    if not memory and not Path(make_url(url).database or "").parent.exists():
+        raise ConfigError(f"cannot create store {location!r}: its directory does not exist")
+
+
 @dataclass
 class WriteContext:
     """One open write transaction. Terms interned here join the cache only after commit."""
@@ -88,8 +95,7 @@ class Database:
             self.dialect.configure(self.writer, write=False)
             self.reader = self.writer
         else:
-            if not Path(make_url(url).database or "").parent.exists():
-                raise ConfigError(f"cannot create store {location!r}: its directory does not exist")
+            check_location(location)
             self.writer = create_engine(
                 url,
                 pool_size=1,

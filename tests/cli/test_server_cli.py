@@ -278,6 +278,7 @@ def test_bad_config_exits_2_with_one_error_line(scene: Scene, name: str, phrase:
         (["--bind", ":99999"], "port must be a number"),
         (["--config", "{dir}/bad-value.toml"], "server.port"),
         (["--config", "{dir}/absent.toml"], "config file not found"),
+        (["--db", "{dir}/no/such/dir/x.db"], "its directory does not exist"),
     ],
 )
 def test_more_refusals_in_process(tmp_path: Path, args: list[str], phrase: str) -> None:

@@ -17,7 +17,7 @@ from quipu.rest.entity_page import entity_link
 from quipu.rest.routers import reads as read_routes
 from quipu.rest.routers.reads import split_entity_path
 
-from .read_support import EX, PREFIXES, RDF_TYPE, RDFS_LABEL, XSD, kb_of, problem, serve
+from .support import EX, PREFIXES, RDF_TYPE, RDFS_LABEL, XSD, kb_of, problem, serve
 
 OTHER = "http://other.org/"
 DOC = PREFIXES + (

@@ -14,7 +14,7 @@ from rdflib import Graph
 from quipu.config import Settings
 from quipu.rdfio.export import DEFAULT_BASE_NS, QUECHUA_GROUP_ID
 
-from .read_support import EX, PREFIXES, kb_of, problem, serve
+from .support import EX, PREFIXES, kb_of, problem, serve
 
 AEGIS = DEFAULT_BASE_NS
 JSON = {"accept": "application/json"}

@@ -19,7 +19,6 @@ from fastapi.testclient import TestClient
 from rdflib import Graph
 
 import quipu
-from quipu.api import KnowledgeBase
 from quipu.config import load_settings
 from quipu.rdfio import curie
 from quipu.rdfio.curie import PrefixMap
@@ -29,8 +28,8 @@ from quipu.sparql.cells import BNODE, LITERAL, URI, Cell
 from quipu.sparql.engine import QueryResult
 from quipu.sparql.quipu_json import result_json, value_json
 
-EX = "http://ex.org/"
-XSD = "http://www.w3.org/2001/XMLSchema#"
+from .support import EX, XSD, kb_of
+
 RDFS = "http://www.w3.org/2000/01/rdf-schema#"
 P = f"PREFIX : <{EX}> PREFIX rdfs: <{RDFS}> "
 G1, G2 = f"{EX}g1", f"{EX}g2"
@@ -74,11 +73,6 @@ def _write(db_path: str, *docs: str, **options: Any) -> None:
             kb.knot(doc, **options)
     finally:
         kb.close()
-
-
-def _kb(client: TestClient) -> KnowledgeBase:
-    kb: KnowledgeBase = client.app.state.kb  # type: ignore[attr-defined]
-    return kb
 
 
 @pytest.fixture
@@ -298,7 +292,7 @@ def test_rule7_inference_follows_the_read_point(db_path: str) -> None:
     with _client(db_path) as client:
         assert _select(client, query)["inference"]["withheldTypes"][0]["subclasses"] == [f"{EX}Puppy"]
         assert "inference" not in _select(client, query, tx=before)
-        _kb(client).retract(f"{EX}Puppy")
+        kb_of(client).retract(f"{EX}Puppy")
         assert "inference" not in _select(client, query)  # only live subclasses count
 
 

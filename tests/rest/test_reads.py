@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 
 from quipu.identity import Authenticated
 
-from .read_support import EX, PREFIXES, RDF_TYPE, kb_of, problem, serve
+from .support import EX, PREFIXES, RDF_TYPE, kb_of, problem, serve
 
 T1, T2, T3 = "2026-01-01T00:00:00Z", "2026-01-02T00:00:00Z", "2026-01-03T00:00:00Z"
 

@@ -15,37 +15,32 @@ from urllib.parse import urlencode
 import pytest
 from fastapi.testclient import TestClient
 
-from quipu.api import KnowledgeBase
-from quipu.config import load_settings
-from quipu.rest.app import create_app
-from quipu.rest.auth import hash_token
 from quipu.rest.middleware import MAX_BODY
 from quipu.sparql.update import MAX_NESTING, MAX_OPERATIONS
 
-from ..store import snapshot
+from .support import (
+    BOT_SERVER,
+    BOT_TOKEN,
+    all_claims,
+    kb_of,
+    objects,
+    raw,
+    refused_write,
+    serve,
+    state,
+    transaction,
+)
 
 EX = "http://example.org/"
 SPARQL_UPDATE = {"Content-Type": "application/sparql-update"}
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
-TOKEN = "bot-token-0123456789abcdef"
 INSTANT = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")
 
 
 @pytest.fixture
 def client(tmp_path: Path) -> Iterator[TestClient]:
-    settings = load_settings(store={"db": str(tmp_path / "s.db")})
-    with TestClient(create_app(settings)) as c:
+    with serve(tmp_path) as c:
         yield c
-
-
-def store(client: TestClient) -> KnowledgeBase:
-    kb: KnowledgeBase = client.app.state.kb  # type: ignore[attr-defined]
-    return kb
-
-
-def state(client: TestClient) -> tuple[str, dict[str, Any], dict[str, list[tuple[Any, ...]]]]:
-    kb = store(client)
-    return kb.export("ntriples"), kb.transactions(), snapshot(kb)
 
 
 def update(
@@ -71,48 +66,12 @@ def form(
 
 
 def refused(client: TestClient, status: int = 400, **request: Any) -> dict[str, Any]:
-    """A refused request (``client.post`` arguments) that leaves the store unchanged."""
-    before = state(client)
-    response = client.post("/update", **request)
-    assert response.status_code == status, response.text
-    assert state(client) == before
-    problem: dict[str, Any] = response.json()
-    return problem
+    """A refused /update (``client.post`` arguments) that leaves the store unchanged."""
+    return refused_write(client, "/update", status=status, **request)
 
 
 def bad_update(client: TestClient, text: str, **params: Any) -> dict[str, Any]:
     return refused(client, content=text.encode(), headers=SPARQL_UPDATE, params=params)
-
-
-def objects(client: TestClient, s: str, p: str, graph: str | None = None) -> list[str]:
-    rows = store(client).query(f"SELECT ?o WHERE {{ <{s}> <{p}> ?o }}", graph=graph)
-    assert isinstance(rows, list)
-    return sorted(str(r["o"]) for r in rows)
-
-
-def transaction(client: TestClient, tx_id: int) -> dict[str, Any]:
-    found: list[dict[str, Any]] = [
-        t for t in store(client).transactions()["transactions"] if t["id"] == tx_id
-    ]
-    assert len(found) == 1, found
-    return found[0]
-
-
-def raw(client: TestClient, sql: str, *params: Any) -> list[tuple[Any, ...]]:
-    with store(client).db.read() as conn:
-        return [tuple(r) for r in conn.exec_driver_sql(sql, params).all()]
-
-
-def claims(client: TestClient, s: str, p: str) -> list[tuple[Any, ...]]:
-    """(valid_from, valid_to, tx, retracted_tx, source) of every claim row of (s, p, *), oldest first."""
-    return raw(
-        client,
-        "SELECT f.valid_from, f.valid_to, f.tx, f.retracted_tx, t.source FROM facts f "
-        "JOIN transactions t ON t.id = f.tx JOIN terms e ON e.id = f.e JOIN terms a ON a.id = f.a "
-        "WHERE f.op = 1 AND e.iri = ? AND a.iri = ? ORDER BY f.id",
-        s,
-        p,
-    )
 
 
 INSERT_A = f"INSERT DATA {{ <{EX}a> <{EX}p> 1 }}"
@@ -270,7 +229,7 @@ def test_a_parser_recursion_limit_is_a_400_not_a_500(client: TestClient) -> None
 
 @pytest.fixture
 def graphs(client: TestClient) -> TestClient:
-    kb = store(client)
+    kb = kb_of(client)
     kb.create_graph(EX + "g")
     kb.knot(f"<{EX}a> <{EX}p> 1 .")
     kb.knot(f"<{EX}a> <{EX}q> 2 .", graph=EX + "g")
@@ -339,7 +298,7 @@ def test_using_graph_uri_must_be_an_iri(graphs: TestClient) -> None:
 
 
 def test_rule1_unscoped_data_goes_to_root_and_graph_reaches_a_named_graph(client: TestClient) -> None:
-    store(client).create_graph(EX + "g")
+    kb_of(client).create_graph(EX + "g")
     out = update(client, f"INSERT DATA {{ <{EX}a> <{EX}p> 1 . GRAPH <{EX}g> {{ <{EX}a> <{EX}p> 2 }} }}")
     assert [g["graph"] for g in out["graphs"]] == [None, EX + "g"]
     assert objects(client, EX + "a", EX + "p") == ["1"]
@@ -361,17 +320,17 @@ def test_rule2_each_where_sees_the_earlier_operations(client: TestClient) -> Non
 
 
 def test_rule3_deletes_are_unscoped_and_stamped_now_inserts_valid_from_now(client: TestClient) -> None:
-    store(client).knot(f"<{EX}a> <{EX}p> 1 .", source="A", timestamp="2026-01-01T00:00:00Z")
-    store(client).knot(f"<{EX}a> <{EX}p> 1 .", source="B", timestamp="2026-01-01T00:00:00Z")
+    kb_of(client).knot(f"<{EX}a> <{EX}p> 1 .", source="A", timestamp="2026-01-01T00:00:00Z")
+    kb_of(client).knot(f"<{EX}a> <{EX}p> 1 .", source="B", timestamp="2026-01-01T00:00:00Z")
     out = update(client, f"DELETE {{ ?s <{EX}p> ?o }} INSERT {{ ?s <{EX}q> ?o }} WHERE {{ ?s <{EX}p> ?o }}")
     stamp = transaction(client, out["tx"])["timestamp"]
     assert INSTANT.fullmatch(stamp)
-    assert [(r[1], r[3]) for r in claims(client, EX + "a", EX + "p")] == [(stamp, out["tx"])] * 2
-    assert claims(client, EX + "a", EX + "q") == [(stamp, None, out["tx"], None, "sparql-update")]
+    assert [(r[1], r[3]) for r in all_claims(client, EX + "a", EX + "p")] == [(stamp, out["tx"])] * 2
+    assert all_claims(client, EX + "a", EX + "q") == [(stamp, None, out["tx"], None, "sparql-update")]
 
 
 def test_rule4_inserting_a_visible_statement_is_no_change(client: TestClient) -> None:
-    store(client).knot(f"<{EX}a> <{EX}p> 1 .", source="A")
+    kb_of(client).knot(f"<{EX}a> <{EX}p> 1 .", source="A")
     before = state(client)
     out = update(client, INSERT_A, source="other")
     assert (out["tx"], out["asserted"]) == (None, 0)
@@ -379,7 +338,7 @@ def test_rule4_inserting_a_visible_statement_is_no_change(client: TestClient) ->
 
 
 def test_rule5_one_transaction_per_graph_root_first_then_graph_id(client: TestClient) -> None:
-    kb = store(client)
+    kb = kb_of(client)
     kb.create_graph(EX + "g1")
     kb.create_graph(EX + "g2")
     out = update(
@@ -412,7 +371,7 @@ def test_rule7_a_named_graph_receiving_inserts_is_registered(client: TestClient)
     out = update(client, f"INSERT DATA {{ GRAPH <{EX}fresh> {{ <{EX}a> <{EX}p> 1 }} }}")
     assert out["graphs"][0]["graph"] == EX + "fresh"
     # Registered: /knot may now write there.
-    store(client).knot(f"<{EX}b> <{EX}p> 2 .", graph=EX + "fresh")
+    kb_of(client).knot(f"<{EX}b> <{EX}p> 2 .", graph=EX + "fresh")
     assert objects(client, EX + "b", EX + "p", graph=EX + "fresh") == ["2"]
 
 
@@ -440,7 +399,7 @@ def test_rule10_the_mcp_form_encoding_is_taken_exactly_as_given(client: TestClie
 
 
 def test_rule11_blank_nodes_are_skolemised_per_update_text_and_graph(client: TestClient) -> None:
-    store(client).create_graph(EX + "g")
+    kb_of(client).create_graph(EX + "g")
     text = f'INSERT DATA {{ <{EX}a> <{EX}has> [ <{EX}name> "n" ] . GRAPH <{EX}g> {{ <{EX}a> <{EX}has> [ <{EX}name> "n" ] }} }}'
     first = update(client, text)
     assert first["asserted"] == 4
@@ -455,16 +414,14 @@ def test_rule11_blank_nodes_are_skolemised_per_update_text_and_graph(client: Tes
 
 
 def test_the_named_principal_is_recorded_on_every_graphs_transaction(tmp_path: Path) -> None:
-    settings = load_settings(
-        store={"db": str(tmp_path / "a.db")},
-        server={"credentials": [{"principal": "bot", "token_hash": hash_token(TOKEN)}]},
-    )
-    with TestClient(create_app(settings)) as c:
-        store(c).create_graph(EX + "g")
+    with serve(tmp_path, server=BOT_SERVER) as c:
+        kb_of(c).create_graph(EX + "g")
         text = f"INSERT DATA {{ <{EX}a> <{EX}p> 1 . GRAPH <{EX}g> {{ <{EX}a> <{EX}p> 2 }} }}"
         assert c.post("/update", content=text.encode(), headers=SPARQL_UPDATE).status_code == 401
         response = c.post(
-            "/update", content=text.encode(), headers={**SPARQL_UPDATE, "Authorization": f"Bearer {TOKEN}"}
+            "/update",
+            content=text.encode(),
+            headers={**SPARQL_UPDATE, "Authorization": f"Bearer {BOT_TOKEN}"},
         )
         assert response.status_code == 200, response.text
         expected = {"principal": "bot", "credential_id": "bot", "auth_class": "named_bearer"}

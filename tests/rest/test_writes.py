@@ -9,39 +9,33 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from quipu.api import KnowledgeBase
-from quipu.config import load_settings
-from quipu.rest.app import create_app
-from quipu.rest.auth import hash_token
 from quipu.rest.middleware import MAX_BODY
 
-from ..store import snapshot
+from .support import (
+    BOT_SERVER,
+    BOT_TOKEN,
+    RDF_TYPE,
+    RDFS_LABEL,
+    all_claims,
+    kb_of,
+    objects,
+    raw,
+    refused_write,
+    serve,
+    state,
+    transaction,
+)
 
 EX = "http://example.org/"
-RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
-RDFS_LABEL = "http://www.w3.org/2000/01/rdf-schema#label"
 PREFIX = f"@prefix ex: <{EX}> .\n@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n"
 DOC = PREFIX + 'ex:a ex:name "A" ; ex:knows ex:b .\n'
-TOKEN = "bot-token-0123456789abcdef"
 T1, T2 = "2026-05-01T10:00:00Z", "2026-05-02T10:00:00Z"
 
 
 @pytest.fixture
 def client(tmp_path: Path) -> Iterator[TestClient]:
-    settings = load_settings(store={"db": str(tmp_path / "s.db")})
-    with TestClient(create_app(settings)) as c:
+    with serve(tmp_path) as c:
         yield c
-
-
-def store(client: TestClient) -> KnowledgeBase:
-    kb: KnowledgeBase = client.app.state.kb  # type: ignore[attr-defined]
-    return kb
-
-
-def state(client: TestClient) -> tuple[str, dict[str, Any], dict[str, list[tuple[Any, ...]]]]:
-    """What a failed write must leave unchanged: the export, the transaction log, every table."""
-    kb = store(client)
-    return kb.export("ntriples"), kb.transactions(), snapshot(kb)
 
 
 def post(client: TestClient, route: str, body: dict[str, Any], status: int = 200) -> dict[str, Any]:
@@ -53,49 +47,11 @@ def post(client: TestClient, route: str, body: dict[str, Any], status: int = 200
 
 def refused(client: TestClient, route: str, body: Any, *, field: str | None = None) -> dict[str, Any]:
     """A 400 that leaves the store as it was; returns the problem body."""
-    before = state(client)
-    response = client.post(route, json=body)
-    assert response.status_code == 400, response.text
-    problem: dict[str, Any] = response.json()
-    if field is not None:
-        assert problem.get("field") == field, problem
-    assert state(client) == before
-    return problem
+    return refused_write(client, route, field=field, json=body)
 
 
 def knot(client: TestClient, turtle: str = DOC, **fields: Any) -> dict[str, Any]:
     return post(client, "/knot", {"turtle": turtle, **fields})
-
-
-def objects(client: TestClient, s: str, p: str, graph: str | None = None) -> list[str]:
-    rows = store(client).query(f"SELECT ?o WHERE {{ <{s}> <{p}> ?o }}", graph=graph)
-    assert isinstance(rows, list)
-    return sorted(str(r["o"]) for r in rows)
-
-
-def transaction(client: TestClient, tx_id: int) -> dict[str, Any]:
-    found: list[dict[str, Any]] = [
-        t for t in store(client).transactions()["transactions"] if t["id"] == tx_id
-    ]
-    assert len(found) == 1, found
-    return found[0]
-
-
-def raw(client: TestClient, sql: str, *params: Any) -> list[tuple[Any, ...]]:
-    with store(client).db.read() as conn:
-        return [tuple(r) for r in conn.exec_driver_sql(sql, params).all()]
-
-
-def all_claims(client: TestClient, s: str, p: str) -> list[tuple[Any, ...]]:
-    """(valid_from, valid_to, tx, retracted_tx, source) of every claim row of (s, p, *), oldest first."""
-    return raw(
-        client,
-        "SELECT f.valid_from, f.valid_to, f.tx, f.retracted_tx, t.source FROM facts f "
-        "JOIN transactions t ON t.id = f.tx JOIN terms e ON e.id = f.e JOIN terms a ON a.id = f.a "
-        "WHERE f.op = 1 AND e.iri = ? AND a.iri = ? ORDER BY f.id",
-        s,
-        p,
-    )
 
 
 def interned(client: TestClient, iri: str) -> bool:
@@ -124,7 +80,7 @@ def test_knot_rule1_timestamp_and_valid_from_are_different_axes(client: TestClie
     assert transaction(client, out["tx_id"])["timestamp"] == T2
     assert {c[0] for c in all_claims(client, EX + "a", EX + "name")} == {"2026-03-04T09:15:00Z"}
     # valid_at reads see the valid time, not the transaction time.
-    rows = store(client).query(f'ASK {{ <{EX}a> <{EX}name> "A" }}', valid_at="2026-03-05T00:00:00Z")
+    rows = kb_of(client).query(f'ASK {{ <{EX}a> <{EX}name> "A" }}', valid_at="2026-03-05T00:00:00Z")
     assert rows is True
 
 
@@ -159,7 +115,7 @@ def test_knot_rule7_graph_absent_empty_or_root_iri_is_root(client: TestClient) -
 
 
 def test_knot_rule7_a_registered_graph_is_written_and_root_is_not(client: TestClient) -> None:
-    store(client).create_graph(EX + "g")
+    kb_of(client).create_graph(EX + "g")
     knot(client, graph=EX + "g")
     assert objects(client, EX + "a", EX + "knows", graph=EX + "g") == [EX + "b"]
     assert objects(client, EX + "a", EX + "knows") == []
@@ -262,12 +218,12 @@ def test_knot_rule11_every_successful_call_records_a_transaction(client: TestCli
     again = knot(client)["tx_id"]
     empty = knot(client, "")["tx_id"]
     assert 0 < first < again < empty
-    assert store(client).transactions()["count"] == 3
+    assert kb_of(client).transactions()["count"] == 3
 
 
 def test_knot_rule12_blank_nodes_reused_per_document_and_graph(client: TestClient) -> None:
     doc = PREFIX + 'ex:a ex:has [ ex:name "n" ] .'
-    store(client).create_graph(EX + "g")
+    kb_of(client).create_graph(EX + "g")
 
     def nodes(graph: str | None = None) -> list[str]:
         return objects(client, EX + "a", EX + "has", graph=graph)
@@ -386,7 +342,7 @@ def test_set_refuses_a_graph_key_even_null_before_anything_else(
 
 
 def test_set_rule1_root_only(seeded: TestClient) -> None:
-    store(seeded).create_graph(EX + "g")
+    kb_of(seeded).create_graph(EX + "g")
     knot(seeded, graph=EX + "g")
     put(seeded, "B")
     assert objects(seeded, EX + "a", EX + "name", graph=EX + "g") == ["A"]
@@ -400,9 +356,9 @@ def test_set_rule2_every_current_object_is_replaced(seeded: TestClient) -> None:
 
 
 def test_set_rule3_one_transaction(seeded: TestClient) -> None:
-    before = store(seeded).transactions()["count"]
+    before = kb_of(seeded).transactions()["count"]
     out = put(seeded, "B")
-    assert store(seeded).transactions()["count"] == before + 1
+    assert kb_of(seeded).transactions()["count"] == before + 1
     [(_vf, _vt, _tx, closed_by, _src), (_vf2, _vt2, asserted_by, _rt, _src2)] = all_claims(
         seeded, EX + "a", EX + "name"
     )
@@ -525,7 +481,7 @@ def test_retract_refuses_a_graph_key_even_null_before_anything_else(
 
 
 def test_retract_rule1_root_only_and_subject_only(seeded: TestClient) -> None:
-    store(seeded).create_graph(EX + "g")
+    kb_of(seeded).create_graph(EX + "g")
     knot(seeded, graph=EX + "g")
     knot(seeded, PREFIX + "ex:z ex:knows ex:a .")
     assert retract(seeded)["retracted"] == 2
@@ -585,7 +541,7 @@ def test_retract_rule6_retracting_everything_is_always_allowed(seeded: TestClien
 def test_retract_rule7_closure_stamp_is_the_timestamp_and_history_stays(seeded: TestClient) -> None:
     out = retract(seeded, predicate=EX + "name", timestamp=T2)
     assert [(r[1], r[3]) for r in all_claims(seeded, EX + "a", EX + "name")] == [(T2, out["tx_id"])]
-    before = store(seeded).query(f"SELECT ?o WHERE {{ <{EX}a> <{EX}name> ?o }}", as_of_tx=out["tx_id"] - 1)
+    before = kb_of(seeded).query(f"SELECT ?o WHERE {{ <{EX}a> <{EX}name> ?o }}", as_of_tx=out["tx_id"] - 1)
     assert isinstance(before, list) and [str(r["o"]) for r in before] == ["A"]
 
 
@@ -622,16 +578,12 @@ def test_retract_reports_ignored_fields(seeded: TestClient) -> None:
 
 @pytest.fixture
 def authed(tmp_path: Path) -> Iterator[TestClient]:
-    settings = load_settings(
-        store={"db": str(tmp_path / "a.db")},
-        server={"credentials": [{"principal": "bot", "token_hash": hash_token(TOKEN)}]},
-    )
-    with TestClient(create_app(settings)) as c:
+    with serve(tmp_path, server=BOT_SERVER) as c:
         yield c
 
 
 def test_the_named_principal_is_recorded_on_every_write(authed: TestClient) -> None:
-    headers = {"Authorization": f"Bearer {TOKEN}"}
+    headers = {"Authorization": f"Bearer {BOT_TOKEN}"}
     ids = [
         authed.post("/knot", json={"turtle": DOC, "actor": "declared"}, headers=headers).json()["tx_id"],
         authed.post(

@@ -140,10 +140,11 @@ def route_template(request: Request) -> str:
     return path if isinstance(path, str) else request.url.path
 
 
-def guard(request: Request) -> Authenticated | None:
+async def guard(request: Request) -> Authenticated | None:
     """Enforce the route's class; the verified identity of a write (None when writes are open).
 
-    Runs as a dependency of every route, so a handler never sees a request it must refuse.
+    Runs as a dependency of every route, so a handler never sees a request it must refuse. It is
+    async (it never blocks) so that FastAPI does not send it to a worker thread.
     """
     app = request.app
     template = route_template(request)

@@ -12,12 +12,13 @@ from quipu.identity import Authenticated
 from quipu.rest.auth import guard
 
 
-def _kb(request: Request) -> KnowledgeBase:
+# Async on purpose: FastAPI runs a plain ``def`` dependency in a worker thread, for every request.
+async def _kb(request: Request) -> KnowledgeBase:
     kb: KnowledgeBase = request.app.state.kb
     return kb
 
 
-def _settings(request: Request) -> Settings:
+async def _settings(request: Request) -> Settings:
     settings: Settings = request.app.state.settings
     return settings
 

@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from fastapi import Request
@@ -47,11 +47,11 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
-def strict_params(*names: str) -> Callable[[Request], None]:
+def strict_params(*names: str) -> Callable[[Request], Awaitable[None]]:
     """A dependency refusing query-string parameters other than ``names``."""
     allowed = frozenset(names)
 
-    def check(request: Request) -> None:
+    async def check(request: Request) -> None:  # async: a plain check needs no worker thread
         refuse_unknown(request.query_params.keys(), allowed)
 
     return check

@@ -8,6 +8,7 @@ ROOT unless the request says otherwise.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -94,7 +95,34 @@ def _parse(text: str, base: str | None) -> Query:
     except Exception as exc:  # rdflib raises bare Exceptions for some translation failures
         raise QueryError(f"SPARQL parse error: {exc}", reason="sparql_parse_error") from None
     _check_supported(query.algebra)
+    _order_star(text, query.algebra)
     return query
+
+
+# Comments, IRIs and strings, blanked before looking for the outer SELECT's projection.
+_NOT_CODE = re.compile(r"#[^\n]*|<[^<>\s]*>|\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*'")
+_SELECT_STAR = re.compile(r"\bSELECT\s+(?:DISTINCT\s+|REDUCED\s+)?\*", re.IGNORECASE)
+_SELECT = re.compile(r"\bSELECT\b", re.IGNORECASE)
+
+
+def _order_star(text: str, algebra: CompValue) -> None:
+    """``SELECT *`` lists its variables in the order they first appear in the query.
+
+    rdflib collects them in a set, so its order changes with the process's hash seed and the
+    same query would print its columns differently from one run to the next.
+    """
+    code = _NOT_CODE.sub(lambda m: " " * len(m.group()), text)
+    first = _SELECT.search(code)
+    if first is None or not _SELECT_STAR.match(code, first.start()):
+        return
+    position: dict[str, int] = {}
+    for match in re.finditer(r"[?$]([A-Za-z0-9_\u00b7-\uffff]+)", code):
+        position.setdefault(match.group(1), match.start())
+    nodes = [algebra, *(part for part in walk(algebra) if part.name == "Project")][:2]
+    for node in nodes:
+        pv = node.get("PV") if "PV" in node else None
+        if isinstance(pv, list):
+            pv.sort(key=lambda v: position.get(str(v), len(code)))
 
 
 _RDF_TYPE = URIRef(values.RDF + "type")

@@ -93,12 +93,21 @@ class SearchSettings(_Section):
     max_sparql_rows: int = Field(10_000, ge=1)
 
 
+class McpSettings(_Section):
+    """The MCP adapter: which tools it serves, and the hosts ``/mcp`` answers to."""
+
+    toolsets: list[str] | None = None  # None: every toolset
+    read_only_tools: bool = False
+    allowed_hosts: list[str] = []  # beyond loopback and server.host; "name:*" allows any port
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="QUIPU_", env_nested_delimiter="__", extra="forbid")
 
     store: StoreSettings = StoreSettings()
     server: ServerSettings = ServerSettings()
     search: SearchSettings = SearchSettings()
+    mcp: McpSettings = McpSettings()
     base_ns: str = "http://aegis.gastown.local/ontology/"
 
     @classmethod

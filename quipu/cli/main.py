@@ -7,6 +7,7 @@ and errors go to stderr, and a refused command exits with status 2 having writte
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -379,3 +380,46 @@ def token(
         f"id = {json.dumps(cred_id, ensure_ascii=False)}\n"
         f"token_hash = {json.dumps(digest)}\n"
     )
+
+
+def sibling_server() -> str:
+    """The ``quipu-server`` installed beside this ``quipu`` (else the one on PATH)."""
+    import shutil
+
+    beside = Path(sys.argv[0]).resolve().with_name("quipu-server")
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    found = shutil.which("quipu-server")
+    if found is None:
+        raise ConfigError("quipu-server is not installed beside quipu: install both console scripts")
+    return found
+
+
+@app.command("mcp")
+def mcp(
+    db: DbOption = None,
+    config: ConfigOption = None,
+    mcp_token_file: Annotated[
+        str | None,
+        typer.Option("--mcp-token-file", help="a private file (mode 600 or 400) holding the bearer token"),
+    ] = None,
+    toolsets: Annotated[
+        str | None, typer.Option("--toolsets", help="serve only these toolsets (comma-separated)")
+    ] = None,
+    read_only_tools: Annotated[
+        bool, typer.Option("--read-only-tools", help="serve only the read tools")
+    ] = False,
+) -> None:
+    """Serve the MCP tools over stdio (for an agent client); no network listener is opened."""
+    with _refusals():
+        server = sibling_server()
+    argv = [server, "--mcp-stdio"]
+    for flag, value in (("--db", db), ("--config", config), ("--mcp-token-file", mcp_token_file)):
+        if value is not None:
+            argv += [flag, value]
+    if toolsets is not None:
+        argv += ["--toolsets", toolsets]
+    if read_only_tools:
+        argv.append("--read-only-tools")
+    sys.stdout.flush()
+    os.execv(server, argv)  # the server takes over this process: signals and EOF reach it directly

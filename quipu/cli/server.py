@@ -99,6 +99,31 @@ def warn_if_writes_open(settings: Settings, credentials_configured: bool) -> boo
     return True
 
 
+def parse_toolsets(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    if not names:
+        raise ConfigError("--toolsets is empty: name one or more toolsets, comma-separated")
+    return names
+
+
+def _serve_stdio(settings: Settings, token_file: str | None) -> None:
+    """MCP over stdio until stdin closes; refusals before serving exit 2 (raised as QuipuError)."""
+    import anyio
+
+    from quipu.mcp.stdio import serve_stdio, stdio_authorization
+    from quipu.rest.logs import configure
+
+    authorization = stdio_authorization(token_file)  # an unsafe token file refuses to start here
+    from quipu.store.database import check_location
+
+    check_location(settings.store.db)
+    configure()
+    log.info("serving MCP over stdio", extra={"fields": {"store": settings.store.db}})
+    anyio.run(serve_stdio, settings, authorization)
+
+
 def _stop(signum: int, frame: FrameType | None) -> None:
     # uvicorn re-raises the signal it shut down for once it is done; end here, quietly, with 0.
     raise SystemExit(0)
@@ -121,21 +146,46 @@ def serve(
     read_only: Annotated[
         bool, typer.Option("--read-only", help="refuse every write route with 403 (reads stay open)")
     ] = False,
+    toolsets: Annotated[
+        str | None,
+        typer.Option(
+            "--toolsets", help="MCP: serve only these toolsets (comma-separated, e.g. data,service)"
+        ),
+    ] = None,
+    read_only_tools: Annotated[
+        bool, typer.Option("--read-only-tools", help="MCP: serve only the read tools")
+    ] = False,
+    mcp_stdio: Annotated[
+        bool, typer.Option("--mcp-stdio", help="serve MCP over stdin/stdout instead of HTTP (no listener)")
+    ] = False,
+    mcp_token_file: Annotated[
+        str | None,
+        typer.Option("--mcp-token-file", help="with --mcp-stdio: a private file holding the bearer token"),
+    ] = None,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="print the version and exit")
     ] = False,
 ) -> None:
-    """Start the quipu HTTP service."""
+    """Start the quipu HTTP service (REST, and MCP at /mcp), or MCP over stdio."""
     try:
         host, port = parse_bind(bind) if bind is not None else (None, None)
         settings = load_settings(
             config,
             store={"db": db},
             server={"host": host, "port": port, "read_only": True if read_only else None},
+            mcp={"toolsets": parse_toolsets(toolsets), "read_only_tools": True if read_only_tools else None},
         )
-        from quipu.rest.app import create_app  # after the cheap checks: FastAPI takes a while to import
+        if mcp_token_file is not None and not mcp_stdio:
+            raise ConfigError(
+                "--mcp-token-file goes with --mcp-stdio (over HTTP the client sends its bearer)"
+            )
+        if mcp_stdio:
+            _serve_stdio(settings, mcp_token_file)
+            return
+        # After the cheap checks: FastAPI and the MCP SDK take a while to import.
+        from quipu.mcp.http import create_server_app
 
-        app = create_app(settings)  # reads token files: a bad one fails here, before binding
+        app = create_server_app(settings)  # reads token files: a bad one fails here, before binding
     except QuipuError as exc:
         sys.stderr.write(f"error: {exc.message}\n")
         raise typer.Exit(2) from None

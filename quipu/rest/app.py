@@ -7,8 +7,9 @@ route table; the lifespan opens the store and closes it on shutdown.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from typing import Protocol
 
 from fastapi import Depends, FastAPI
 from fastapi.routing import APIRoute
@@ -30,13 +31,30 @@ def _operation_id(route: APIRoute) -> str:
     return route.name
 
 
-def create_app(settings: Settings) -> FastAPI:
+class Extension(Protocol):
+    """Something served beside the REST routes (the MCP endpoint), installed by ``create_app``.
+
+    It keeps imports one way: the layer above REST plugs itself in; REST knows only this shape.
+    """
+
+    def install(self, app: FastAPI) -> None:
+        """Add routes to the app (called once, at creation)."""
+
+    def running(self, app: FastAPI) -> AbstractAsyncContextManager[None]:
+        """What must run while the app serves (entered after the store opens)."""
+        ...
+
+
+def create_app(settings: Settings, extensions: Sequence[Extension] = ()) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         kb = KnowledgeBase.from_settings(settings)
         app.state.kb = kb
         try:
-            yield
+            async with AsyncExitStack() as stack:
+                for extension in extensions:
+                    await stack.enter_async_context(extension.running(app))
+                yield
         finally:
             kb.close()
 
@@ -59,6 +77,8 @@ def create_app(settings: Settings) -> FastAPI:
     for router in routers:
         app.include_router(router)
     # Our routers' own route lists (FastAPI keeps an included router as one opaque entry).
+    for extension in extensions:
+        extension.install(app)
     missing = route_table.unclassified(
         route_table.served_routes(r for router in routers for r in router.routes)
     )

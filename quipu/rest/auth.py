@@ -66,8 +66,9 @@ def read_token_file(path_text: str, what: str) -> str:
         raise ConfigError(f"{what}: token file {path} is not a regular file")
     if info.st_size > MAX_TOKEN_FILE:
         raise ConfigError(f"{what}: token file {path} is larger than {MAX_TOKEN_FILE} bytes")
-    if os.name == "posix" and info.st_mode & 0o077:
-        raise ConfigError(f"{what}: token file {path} must be private (chmod 600 or 400)")
+    if os.name == "posix" and stat.S_IMODE(info.st_mode) not in (0o600, 0o400):
+        mode = oct(stat.S_IMODE(info.st_mode))[2:]
+        raise ConfigError(f"{what}: token file {path} must be private: mode 600 or 400, not {mode}")
     token = path.read_text(encoding="utf-8").strip()
     if len(token) < MIN_TOKEN:
         raise ConfigError(f"{what}: the token in {path} is shorter than {MIN_TOKEN} characters")

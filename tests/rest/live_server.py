@@ -5,11 +5,12 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import httpx
 import uvicorn
+from fastapi import FastAPI
 
 from quipu.config import Settings
 from quipu.rest.app import create_app
@@ -22,11 +23,16 @@ def free_port() -> int:
 
 
 @contextmanager
-def live_server(settings: Settings, *, startup_timeout: float = 20.0) -> Iterator[str]:
-    """Serve ``create_app(settings)`` with uvicorn; yields the base URL, stops on exit."""
+def live_server(
+    settings: Settings,
+    *,
+    startup_timeout: float = 20.0,
+    factory: Callable[[Settings], FastAPI] = create_app,
+) -> Iterator[str]:
+    """Serve ``factory(settings)`` with uvicorn; yields the base URL, stops on exit."""
     port = free_port()
     config = uvicorn.Config(
-        create_app(settings), host="127.0.0.1", port=port, log_level="warning", access_log=False
+        factory(settings), host="127.0.0.1", port=port, log_level="warning", access_log=False
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name=f"quipu-test-server-{port}", daemon=True)

@@ -1,0 +1,1 @@
+"""The MCP adapter: one tool registry, dispatched in process into the REST app."""

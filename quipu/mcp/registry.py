@@ -1,0 +1,211 @@
+"""The tool registry: every MCP tool is one REST route, described once (tools-core §0.1, §0.5).
+
+The manifest (``manifest.toml``, package data) names all 79 tools with their toolset, route and
+description. A tool is served exactly when its route exists in the REST app's route table; its
+input schema is taken from the app's own OpenAPI document (the route's request model or query
+parameters), never written a second time, and its annotations follow the route's class.
+"""
+
+from __future__ import annotations
+
+import copy
+import tomllib
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any, Final
+
+from quipu.errors import ConfigError
+from quipu.rest import route_table
+
+TOOLSETS: Final = ("data", "search", "graphs", "governance", "sharing", "events", "service")
+JSON: Final = "application/json"
+FORM: Final = "application/x-www-form-urlencoded"
+_COMPONENTS: Final = "#/components/schemas/"
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestEntry:
+    name: str
+    toolset: str
+    method: str
+    path: str
+    extra: str
+    description: str
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One served tool: what ``tools/list`` shows and where ``tools/call`` goes."""
+
+    name: str
+    description: str
+    toolset: str
+    method: str
+    path: str
+    read_only: bool
+    input_schema: dict[str, Any]
+    body: str | None  # the request body's media type for a POST (JSON or a form), None for GET
+
+    def annotations(self) -> dict[str, bool]:
+        """Mechanical, from the route class (tools-core §0.5): no idempotentHint is claimed."""
+        return {"readOnlyHint": self.read_only, "destructiveHint": not self.read_only, "openWorldHint": True}
+
+
+def load_manifest() -> list[ManifestEntry]:
+    text = (resources.files("quipu.mcp") / "manifest.toml").read_text(encoding="utf-8")
+    return [
+        ManifestEntry(
+            t["name"],
+            t["toolset"],
+            t["method"].upper(),
+            t["path"],
+            t.get("extra", ""),
+            t["description"].strip(),
+        )
+        for t in tomllib.loads(text)["tool"]
+    ]
+
+
+@dataclass
+class Registry:
+    """The served tools, in manifest order, and the manifest tools not served yet."""
+
+    tools: dict[str, ToolSpec]
+    missing: list[ManifestEntry] = field(default_factory=list)
+
+    def __iter__(self) -> Iterator[ToolSpec]:
+        return iter(self.tools.values())
+
+    def __len__(self) -> int:
+        return len(self.tools)
+
+    def get(self, name: str) -> ToolSpec | None:
+        return self.tools.get(name)
+
+    def select(self, *, toolsets: Iterable[str] | None = None, read_only: bool = False) -> Registry:
+        """Only the tools of ``toolsets`` (all when None), and only reads when ``read_only``."""
+        wanted = None if toolsets is None else set(toolsets)
+        if wanted is not None:
+            unknown = sorted(wanted - set(TOOLSETS))
+            if unknown:
+                raise ConfigError(f"unknown toolset(s): {', '.join(unknown)} (known: {', '.join(TOOLSETS)})")
+        kept = {
+            name: spec
+            for name, spec in self.tools.items()
+            if (wanted is None or spec.toolset in wanted) and (spec.read_only or not read_only)
+        }
+        return Registry(kept, self.missing)
+
+
+def build_registry(openapi: Mapping[str, Any], manifest: list[ManifestEntry] | None = None) -> Registry:
+    """Tools for every manifest entry whose route the app serves, schemas from its OpenAPI."""
+    entries = manifest if manifest is not None else load_manifest()
+    components = openapi.get("components", {}).get("schemas", {})
+    tools: dict[str, ToolSpec] = {}
+    missing: list[ManifestEntry] = []
+    for entry in entries:
+        cls = route_table.ROUTES.get((entry.method, entry.path))
+        operation = openapi.get("paths", {}).get(entry.path, {}).get(entry.method.lower())
+        if cls is None or operation is None:
+            missing.append(entry)
+            continue
+        schema, body = _input_schema(operation, components)
+        tools[entry.name] = ToolSpec(
+            entry.name,
+            entry.description,
+            entry.toolset,
+            entry.method,
+            entry.path,
+            cls == route_table.READ,
+            schema,
+            body,
+        )
+    return Registry(tools, missing)
+
+
+def _input_schema(
+    operation: Mapping[str, Any], components: Mapping[str, Any]
+) -> tuple[dict[str, Any], str | None]:
+    content = operation.get("requestBody", {}).get("content", {})
+    for media in (JSON, FORM):
+        if media in content:
+            body = _self_contained(content[media].get("schema", {}), components)
+            body.setdefault("type", "object")
+            return body, media
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for param in operation.get("parameters", []):
+        if param.get("in") != "query":
+            continue
+        prop = dict(param.get("schema", {}))
+        if param.get("description") and "description" not in prop:
+            prop["description"] = param["description"]
+        properties[param["name"]] = _self_contained(prop, components)
+        if param.get("required"):
+            required.append(param["name"])
+    schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
+    if required:
+        schema["required"] = required
+    return schema, None
+
+
+def _self_contained(schema: Mapping[str, Any], components: Mapping[str, Any]) -> dict[str, Any]:
+    """``schema`` with its component references resolved into ``$defs`` (a tool schema stands alone)."""
+    defs: dict[str, Any] = {}
+
+    def rewrite(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith(_COMPONENTS):
+                name = ref[len(_COMPONENTS) :]
+                if name not in defs:
+                    defs[name] = {}  # placeholder first: a recursive model refers to itself
+                    defs[name] = rewrite(copy.deepcopy(components[name]))
+                return {**{k: rewrite(v) for k, v in node.items() if k != "$ref"}, "$ref": f"#/$defs/{name}"}
+            return {k: rewrite(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [rewrite(v) for v in node]
+        return node
+
+    out = rewrite(dict(schema))
+    # A top-level reference is inlined: clients read "type"/"properties" at the root.
+    while isinstance(out, dict) and set(out) == {"$ref"} and out["$ref"].startswith("#/$defs/"):
+        out = dict(defs[out["$ref"][len("#/$defs/") :]])
+    used = _referenced(out, defs)
+    if used:
+        out["$defs"] = {name: defs[name] for name in sorted(used)}
+    result: dict[str, Any] = _untitled(out)
+    return result
+
+
+def _referenced(node: Any, defs: Mapping[str, Any]) -> set[str]:
+    """Names of the ``$defs`` that ``node`` needs, transitively."""
+    found: set[str] = set()
+    pending = [node]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            ref = item.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                name = ref[len("#/$defs/") :]
+                if name not in found:
+                    found.add(name)
+                    pending.append(defs[name])
+            pending.extend(v for k, v in item.items() if k != "$defs")
+        elif isinstance(item, list):
+            pending.extend(item)
+    return found
+
+
+def _untitled(node: Any) -> Any:
+    """Drop pydantic's generated ``title`` keys: every tool schema is sent to the agent each turn."""
+    if isinstance(node, dict):
+        return {
+            k: (_untitled(v) if k != "properties" else {p: _untitled(s) for p, s in v.items()})
+            for k, v in node.items()
+            if k != "title"
+        }
+    if isinstance(node, list):
+        return [_untitled(v) for v in node]
+    return node

@@ -37,3 +37,7 @@ def configure(level: str = "info") -> None:
         logger = logging.getLogger(name)
         logger.handlers[:] = []
         logger.propagate = True
+    # Libraries whose INFO lines repeat what the access log says (httpx: every in-process MCP
+    # dispatch) or only describe start-up mechanics (alembic's migration context).
+    for name in ("httpx", "alembic", "mcp"):
+        logging.getLogger(name).setLevel(logging.WARNING)

@@ -98,7 +98,7 @@ class Dispatcher:
         spec = self.registry.get(name)
         if spec is None:
             raise invalid_params(f"unknown tool: {name}")
-        args = dict(arguments or {})
+        args = {**spec.defaults, **(arguments or {})}
         check_types(spec, args)
         if name == VERSION_TOOL:  # answered in process, by the function /version uses
             if args:

@@ -32,6 +32,7 @@ class ManifestEntry:
     path: str
     extra: str
     description: str
+    defaults: Mapping[str, Any] = field(default_factory=dict)  # arguments the adapter fills when absent
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,7 @@ class ToolSpec:
     read_only: bool
     input_schema: dict[str, Any]
     body: str | None  # the request body's media type for a POST (JSON or a form), None for GET
+    defaults: Mapping[str, Any] = field(default_factory=dict)
 
     def annotations(self) -> dict[str, bool]:
         """Mechanical, from the route class (tools-core §0.5): no idempotentHint is claimed."""
@@ -62,6 +64,7 @@ def load_manifest() -> list[ManifestEntry]:
             t["path"],
             t.get("extra", ""),
             t["description"].strip(),
+            t.get("defaults", {}),
         )
         for t in tomllib.loads(text)["tool"]
     ]
@@ -111,6 +114,11 @@ def build_registry(openapi: Mapping[str, Any], manifest: list[ManifestEntry] | N
             missing.append(entry)
             continue
         schema, body = _input_schema(operation, components)
+        for name, value in entry.defaults.items():  # what the agent sees is what the adapter sends
+            prop = schema.get("properties", {}).get(name)
+            if prop is None:
+                raise ConfigError(f"manifest: {entry.name} has a default for {name!r}, which its route lacks")
+            prop["default"] = value
         tools[entry.name] = ToolSpec(
             entry.name,
             entry.description,
@@ -120,6 +128,7 @@ def build_registry(openapi: Mapping[str, Any], manifest: list[ManifestEntry] | N
             cls == route_table.READ,
             schema,
             body,
+            entry.defaults,
         )
     return Registry(tools, missing)
 

@@ -80,8 +80,9 @@ def test_default_build_has_77_tools_and_owl_adds_exactly_two() -> None:
 
 def test_every_table_has_exactly_the_manifest_keys() -> None:
     for tool in manifest():
-        assert set(tool) == KEYS, tool.get("name")
+        assert set(tool) - {"defaults"} == KEYS, tool.get("name")
         assert all(isinstance(tool[k], str) for k in KEYS), tool["name"]
+        assert isinstance(tool.get("defaults", {}), dict), tool["name"]
 
 
 def test_every_name_is_a_valid_mcp_tool_name() -> None:

@@ -12,6 +12,11 @@ serve *args:
 test *args:
     {{uv}} run pytest {{args}}
 
+# MCP: `just mcp test` runs the protocol-level acceptance suite over HTTP and stdio (pytest args after it)
+mcp action *args:
+    @if [ "{{action}}" != "test" ]; then echo "just mcp: unknown action '{{action}}' (known: test)" >&2; exit 2; fi
+    {{uv}} run pytest tests/acceptance/mcp {{args}}
+
 # Lint, format check and type check
 check:
     {{uv}} run ruff check .
@@ -26,3 +31,7 @@ fmt:
 # Benchmarks: `just bench ingest [--large]` prints quipu against its named peers
 bench name *args:
     {{uv}} run python -m bench.{{name}} {{args}}
+
+# Regenerate docs/tools.md from the MCP tool registry (tests/mcp/test_tools_doc.py checks it)
+tools-doc:
+    {{uv}} run python -m quipu.mcp.docs --write docs/tools.md

@@ -60,6 +60,7 @@ REPO: Final = Path(__file__).resolve().parent.parent
 START_TIMEOUT: Final = 60.0  # seconds for the server to answer /health
 JOIN_TIMEOUT: Final = 300.0  # seconds for the concurrent clients to finish
 FAILURES_SHOWN: Final = 20
+REST_APP: Final = "quipu.rest.app:create_app"  # what the server serves unless told otherwise
 
 
 def lookup_query(i: int) -> str:
@@ -78,18 +79,21 @@ def knot_doc(tag: str, i: int) -> str:
 # -- the server ------------------------------------------------------------------------------
 
 
-def serve_fd(fd: int, db: str, access_log: bool) -> None:
+def serve_fd(fd: int, db: str, access_log: bool, factory: str = REST_APP) -> None:
     """Child-process entry: serve the app on an inherited listening socket until SIGTERM.
 
-    The token comes from ``QUIPU_SERVER__AUTH_TOKEN`` (kept out of the command line).
+    ``factory`` names the app builder as ``module:function`` (``Settings -> app``). The token comes
+    from ``QUIPU_SERVER__AUTH_TOKEN`` (kept out of the command line).
     """
+    import importlib
+
     import uvicorn
 
     from quipu.config import load_settings
     from quipu.rest import logs
-    from quipu.rest.app import create_app
 
-    app = create_app(load_settings(store={"db": db}))
+    module, _, function = factory.partition(":")
+    app = getattr(importlib.import_module(module), function)(load_settings(store={"db": db}))
     config = uvicorn.Config(app, log_level="warning", access_log=False, log_config=None)
     if access_log:
         logs.configure("info")  # quipu.access JSON lines on stderr, which the parent sends to a file
@@ -99,8 +103,8 @@ def serve_fd(fd: int, db: str, access_log: bool) -> None:
 class Server:
     """``serve_fd`` in a child process on a loopback port; stopped (SIGTERM, then kill) on exit."""
 
-    def __init__(self, db: Path, token: str, log: Path, access_log: bool) -> None:
-        self.db, self.token, self.log, self.access_log = db, token, log, access_log
+    def __init__(self, db: Path, token: str, log: Path, access_log: bool, factory: str = REST_APP) -> None:
+        self.db, self.token, self.log, self.access_log, self.factory = db, token, log, access_log, factory
         self.url = ""
         self._proc: subprocess.Popen[bytes] | None = None
 
@@ -111,7 +115,10 @@ class Server:
         listener.listen(128)
         self.url = f"http://127.0.0.1:{listener.getsockname()[1]}"
         env = {**os.environ, "QUIPU_SERVER__AUTH_TOKEN": self.token}
-        code = "import sys; from bench.rest import serve_fd; serve_fd(int(sys.argv[1]), sys.argv[2], sys.argv[3] == '1')"
+        code = (
+            "import sys; from bench.rest import serve_fd; "
+            "serve_fd(int(sys.argv[1]), sys.argv[2], sys.argv[3] == '1', sys.argv[4])"
+        )
         argv = [
             sys.executable,
             "-c",
@@ -119,6 +126,7 @@ class Server:
             str(listener.fileno()),
             str(self.db),
             "1" if self.access_log else "0",
+            self.factory,
         ]
         with self.log.open("wb") as err:
             self._proc = subprocess.Popen(

@@ -116,8 +116,11 @@ def _serve_stdio(settings: Settings, token_file: str | None) -> None:
     from quipu.rest.logs import configure
 
     authorization = stdio_authorization(token_file)  # an unsafe token file refuses to start here
+    from quipu.mcp.registry import check_toolsets
     from quipu.store.database import check_location
 
+    if settings.mcp.toolsets is not None:  # refused before the "serving" line, like HTTP
+        check_toolsets(settings.mcp.toolsets)
     check_location(settings.store.db)
     configure()
     log.info("serving MCP over stdio", extra={"fields": {"store": settings.store.db}})

@@ -36,13 +36,32 @@ def check_types(spec: ToolSpec, arguments: Mapping[str, Any]) -> None:
     """Refuse arguments whose JSON type the tool schema does not allow (nothing else)."""
     validator = jsonschema.Draft202012Validator(spec.input_schema)
     for error in validator.iter_errors(dict(arguments)):
-        if error.validator in ("type", "enum"):
+        if _type_error(error):
             where = ".".join(str(p) for p in error.absolute_path) or "arguments"
-            raise invalid_params(f"{spec.name}: '{where}' {error.message}")
+            raise invalid_params(f"{spec.name}: '{where}' {_type_message(error)}")
     if spec.method == "GET":
         for name, value in arguments.items():
             if isinstance(value, dict | list) and not _repeatable(spec, name):
                 raise invalid_params(f"{spec.name}: '{name}' must be a string, number or boolean")
+
+
+def _type_error(error: jsonschema.ValidationError) -> bool:
+    """A wrong JSON type, also under ``anyOf``/``oneOf`` (``int | None``): every branch failed on type."""
+    if error.validator in ("type", "enum"):
+        return True
+    return (
+        error.validator in ("anyOf", "oneOf")
+        and bool(error.context)
+        and all(_type_error(e) for e in error.context)
+    )
+
+
+def _type_message(error: jsonschema.ValidationError) -> str:
+    if error.validator in ("anyOf", "oneOf"):
+        wanted = sorted({str(e.validator_value) for e in error.context or () if e.validator == "type"})
+        if wanted:
+            return f"must be of type {' or '.join(wanted)} (got {error.instance!r})"
+    return error.message
 
 
 def _repeatable(spec: ToolSpec, name: str) -> bool:

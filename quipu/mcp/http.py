@@ -34,7 +34,9 @@ LOOPBACK_HOSTS: Final = ("127.0.0.1:*", "localhost:*", "[::1]:*")
 def allowed_hosts(settings: Settings) -> list[str]:
     host = settings.server.host
     own = [] if host in ("0.0.0.0", "::", "") else [f"[{host}]:*" if ":" in host else f"{host}:*"]
-    return sorted({*LOOPBACK_HOSTS, *own, *settings.mcp.allowed_hosts})
+    patterns = {*LOOPBACK_HOSTS, *own, *settings.mcp.allowed_hosts}
+    # "name:*" is any port, the default one too: a Host header without a port (behind a proxy).
+    return sorted(patterns | {p.removesuffix(":*") for p in patterns if p.endswith(":*")})
 
 
 def served_registry(app: FastAPI, settings: Settings) -> Registry:

@@ -70,6 +70,15 @@ def load_manifest() -> list[ManifestEntry]:
     ]
 
 
+def check_toolsets(toolsets: Iterable[str]) -> list[str]:
+    """``toolsets`` as a list, refusing a name that is not a toolset (ConfigError)."""
+    names = list(toolsets)
+    unknown = sorted(set(names) - set(TOOLSETS))
+    if unknown:
+        raise ConfigError(f"unknown toolset(s): {', '.join(unknown)} (known: {', '.join(TOOLSETS)})")
+    return names
+
+
 @dataclass
 class Registry:
     """The served tools, in manifest order, and the manifest tools not served yet."""
@@ -88,11 +97,7 @@ class Registry:
 
     def select(self, *, toolsets: Iterable[str] | None = None, read_only: bool = False) -> Registry:
         """Only the tools of ``toolsets`` (all when None), and only reads when ``read_only``."""
-        wanted = None if toolsets is None else set(toolsets)
-        if wanted is not None:
-            unknown = sorted(wanted - set(TOOLSETS))
-            if unknown:
-                raise ConfigError(f"unknown toolset(s): {', '.join(unknown)} (known: {', '.join(TOOLSETS)})")
+        wanted = None if toolsets is None else set(check_toolsets(toolsets))
         kept = {
             name: spec
             for name, spec in self.tools.items()
@@ -139,7 +144,7 @@ def _input_schema(
     content = operation.get("requestBody", {}).get("content", {})
     for media in (JSON, FORM):
         if media in content:
-            body = _self_contained(content[media].get("schema", {}), components)
+            body = _self_contained(_non_null(content[media].get("schema", {})), components)
             body.setdefault("type", "object")
             return body, media
     properties: dict[str, Any] = {}
@@ -147,7 +152,7 @@ def _input_schema(
     for param in operation.get("parameters", []):
         if param.get("in") != "query":
             continue
-        prop = dict(param.get("schema", {}))
+        prop = _boolean_flag(dict(param.get("schema", {})))
         if param.get("description") and "description" not in prop:
             prop["description"] = param["description"]
         properties[param["name"]] = _self_contained(prop, components)
@@ -157,6 +162,32 @@ def _input_schema(
     if required:
         schema["required"] = required
     return schema, None
+
+
+def _non_null(schema: Mapping[str, Any]) -> Mapping[str, Any]:
+    """An optional body (``X | None``) is the object ``X``: a tool's arguments are always an object,
+    and omitting them all is the empty body. Clients read ``properties`` at the schema's root."""
+    branches = schema.get("anyOf")
+    if isinstance(branches, list) and len(branches) == 2 and {"type": "null"} in branches:
+        (kept,) = [b for b in branches if b != {"type": "null"}]
+        return {**{k: v for k, v in schema.items() if k not in ("anyOf", "title")}, **kept}
+    return schema
+
+
+_FLAG_SPELLINGS: Final = frozenset({"true", "false", "1", "0"})
+
+
+def _boolean_flag(schema: dict[str, Any]) -> dict[str, Any]:
+    """A query flag spelled ``true``/``false`` (``1``/``0``) is a JSON boolean to a tool (tools-core
+    §0.1): the dispatcher encodes booleans as ``true``/``false``."""
+    enum = schema.get("enum")
+    if not isinstance(enum, list) or not {"true", "false"} <= set(enum) <= _FLAG_SPELLINGS:
+        return schema
+    flag = {k: v for k, v in schema.items() if k not in ("enum", "type", "default")}
+    flag["type"] = "boolean"
+    if "default" in schema:
+        flag["default"] = schema["default"] in ("true", "1")
+    return flag
 
 
 def _self_contained(schema: Mapping[str, Any], components: Mapping[str, Any]) -> dict[str, Any]:

@@ -57,6 +57,7 @@ _PARAMETERS: list[dict[str, Any]] = [
 ]
 _FORM_SCHEMA = {
     "type": "object",
+    "additionalProperties": False,  # the route is strict: another field is 400 unknown_field
     "required": ["update"],
     "properties": {
         "update": {"type": "string"},

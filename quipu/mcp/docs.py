@@ -1,0 +1,181 @@
+"""``docs/tools.md``, generated from the tool registry (issue 5 §7).
+
+Regenerate with ``just tools-doc`` (``python -m quipu.mcp.docs --write docs/tools.md``; without
+``--write`` the page goes to stdout). A test checks the file against ``render`` of the registry,
+so the page cannot drift from what ``tools/list`` serves.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from quipu.config import load_settings
+from quipu.mcp.registry import (
+    FORM,
+    TOOLSETS,
+    ManifestEntry,
+    Registry,
+    ToolSpec,
+    build_registry,
+    load_manifest,
+)
+from quipu.rest.app import create_app
+
+REGENERATE: Final = "just tools-doc"
+COMMAND: Final = "python -m quipu.mcp.docs --write docs/tools.md"
+VERSION_TOOL: Final = "quipu_version"
+
+
+def current_registry() -> Registry:
+    """Every tool the REST app's routes serve (no ``--toolsets`` / ``--read-only-tools`` narrowing)."""
+    app = create_app(load_settings(store={"db": ":memory:"}))
+    return build_registry(app.openapi())
+
+
+def served_counts(registry: Registry) -> tuple[int, int, int, int]:
+    """(default tools served, default tools in the manifest, owl tools served, owl tools)."""
+    extras = {entry.name: entry.extra for entry in load_manifest()}
+    default = [name for name, extra in extras.items() if not extra]
+    owl = [name for name, extra in extras.items() if extra == "owl"]
+    served = set(registry.tools)
+    return len(served & set(default)), len(default), len(served & set(owl)), len(owl)
+
+
+def render(registry: Registry, missing: Sequence[ManifestEntry] | None = None) -> str:
+    """The whole page: served tools by toolset, then the manifest tools not served yet."""
+    missing = registry.missing if missing is None else missing
+    served, default, owl_served, owl = served_counts(registry)
+    lines = [
+        "# MCP tools",
+        "",
+        f"<!-- Generated from the tool registry by `{REGENERATE}` ({COMMAND}). Do not edit by hand:",
+        "     tests/mcp/test_tools_doc.py fails when this file and the registry disagree. -->",
+        "",
+        "Every MCP tool is one REST route of the same process, called in process: authentication,",
+        "validation, errors and transaction attribution are the route's. A tool's parameters are its",
+        "route's request model (a POST's JSON body or form) or query parameters (a GET), and its",
+        "annotations follow the route's class: a **read** is `readOnlyHint: true, destructiveHint: false`,",
+        "a **write** is `readOnlyHint: false, destructiveHint: true`; every tool has `openWorldHint: true`.",
+        "A failed call is an `isError` result whose text is the REST error body, unchanged.",
+        "",
+        f"**{served} of the {default} tools are served today** (and {owl_served} of the {owl} tools of the",
+        "owl extra). A manifest tool is served once its REST route exists; the rest are listed at the",
+        "end. `--toolsets a,b` serves only those toolsets and `--read-only-tools` only the reads.",
+        "",
+        "| toolset | served | not served yet |",
+        "|---|---|---|",
+    ]
+    for toolset in TOOLSETS:
+        here = [spec.name for spec in registry if spec.toolset == toolset]
+        later = [entry.name for entry in missing if entry.toolset == toolset]
+        lines.append(f"| [{toolset}](#{toolset}) | {len(here)} | {len(later)} |")
+    for toolset in TOOLSETS:
+        lines += ["", f"## {toolset}", ""]
+        specs = [spec for spec in registry if spec.toolset == toolset]
+        if not specs:
+            lines.append("No tool of this toolset is served yet.")
+        for spec in specs:
+            lines += _tool(spec)
+    lines += ["", "## Not served yet", ""]
+    if not missing:
+        lines.append("Every manifest tool is served.")
+    for toolset in TOOLSETS:
+        entries = [entry for entry in missing if entry.toolset == toolset]
+        if entries:
+            lines += [f"### {toolset} (not served yet)", ""]
+            lines += [
+                f"- `{e.name}` — `{e.method} {e.path}`" + (f" (needs the {e.extra} extra)" if e.extra else "")
+                for e in entries
+            ]
+            lines.append("")
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).rstrip("\n") + "\n"
+
+
+def _tool(spec: ToolSpec) -> list[str]:
+    kind = "read" if spec.read_only else "write, destructive"
+    how = {None: "query string", FORM: "form body"}.get(spec.body, "JSON body")
+    schema = spec.input_schema
+    properties: dict[str, Any] = schema.get("properties", {})
+    required = set(schema.get("required", []))
+    unknown = (
+        "an unknown argument is refused (`unknown_field`)"
+        if schema.get("additionalProperties") is False
+        else "an unknown argument is reported in `ignored_fields`"
+    )
+    route = f"`{spec.method} {spec.path}`, arguments as the {how}; {unknown}"
+    if spec.name == VERSION_TOOL:
+        route = (
+            f"`{spec.method} {spec.path}`, answered in process by the function the route uses;"
+            " any argument is refused (invalid params)"
+        )
+    hints = ", ".join(f"`{k}: {json.dumps(v)}`" for k, v in spec.annotations().items())
+    lines = [
+        f"### {spec.name}",
+        "",
+        f"- **annotations:** {kind} — {hints}",
+        f"- **route:** {route}",
+        "",
+        spec.description,
+        "",
+    ]
+    if not properties:
+        return [*lines, "No parameters.", ""]
+    lines += ["| parameter | type | required | description |", "|---|---|---|---|"]
+    for name, prop in properties.items():
+        cells = [f"`{name}`", _type(prop), "yes" if name in required else "no", _describe(prop)]
+        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    return [*lines, ""]
+
+
+def _type(schema: Any) -> str:
+    """A short reading of a property's JSON schema: ``integer | null``, ``array of string``."""
+    if not isinstance(schema, dict) or not schema:
+        return "any"
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        return f"object ({ref.rsplit('/', 1)[-1]})"
+    for key in ("anyOf", "oneOf"):
+        if isinstance(schema.get(key), list):
+            return " | ".join(dict.fromkeys(_type(branch) for branch in schema[key]))
+    if "enum" in schema:
+        return " | ".join(json.dumps(value) for value in schema["enum"])
+    kind = schema.get("type")
+    if kind == "array":
+        return f"array of {_type(schema['items'])}" if "items" in schema else "array"
+    if isinstance(kind, list):
+        return " | ".join(str(k) for k in kind)
+    return str(kind) if kind else "any"
+
+
+def _describe(prop: Any) -> str:
+    text = str(prop.get("description", "")) if isinstance(prop, dict) else ""
+    if isinstance(prop, dict) and "default" in prop:
+        default = f"default `{json.dumps(prop['default'], ensure_ascii=False)}`"
+        text = f"{text} ({default})" if text else default
+    return text
+
+
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m quipu.mcp.docs", description=__doc__.splitlines()[0])
+    parser.add_argument("--write", metavar="PATH", help="write the page to PATH instead of stdout")
+    args = parser.parse_args(argv)
+    page = render(current_registry())
+    if args.write:
+        Path(args.write).write_text(page, encoding="utf-8")
+    else:
+        sys.stdout.write(page)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

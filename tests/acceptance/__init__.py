@@ -1,0 +1,1 @@
+"""Acceptance suites: the product driven from outside, over its real transports."""

@@ -1,0 +1,84 @@
+"""Streamable HTTP only: the Origin and Host checks, POST only, no sessions (raw JSON-RPC posts)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Final
+
+import httpx
+import pytest
+
+from tests.acceptance.mcp.harness import ALLOWED_ORIGIN, EXTRA_HOST, LEGACY_ERA, Target, serve
+
+INITIALIZE: Final = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": LEGACY_ERA,
+        "capabilities": {},
+        "clientInfo": {"name": "quipu-acceptance", "version": "0"},
+    },
+}
+JSON_RPC: Final = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+
+
+@pytest.fixture(scope="module")
+def http(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
+    with serve("http", tmp_path_factory.mktemp("http-only")) as served:
+        yield served
+
+
+def _post(target: Target, **headers: str) -> httpx.Response:
+    assert target.url is not None
+    return httpx.post(target.url + "/mcp", json=INITIALIZE, headers={**JSON_RPC, **headers}, timeout=10.0)
+
+
+def _initialized(response: httpx.Response) -> dict[str, Any]:
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"].startswith("application/json")
+    message = response.json()
+    assert (message["jsonrpc"], message["id"]) == ("2.0", 1)
+    result: dict[str, Any] = message["result"]
+    assert result["protocolVersion"] == LEGACY_ERA
+    assert result["serverInfo"]["name"] == "quipu"
+    return result
+
+
+def test_a_request_without_origin_is_served_and_opens_no_session(http: Target) -> None:
+    response = _post(http)
+    _initialized(response)
+    assert "mcp-session-id" not in response.headers  # stateless: nothing to go stale on restart
+
+
+def test_a_listed_browser_origin_is_served(http: Target) -> None:
+    _initialized(_post(http, Origin=ALLOWED_ORIGIN))
+
+
+@pytest.mark.parametrize("origin", ["http://evil.example", "http://localhost:8000", "null"])
+def test_a_browser_origin_not_in_cors_allowed_origins_is_refused_with_403(http: Target, origin: str) -> None:
+    response = _post(http, Origin=origin)
+    assert response.status_code == 403
+    assert "result" not in response.text
+
+
+@pytest.mark.parametrize("host", ["evil.example", "evil.example:8443", f"{EXTRA_HOST}.evil.example:80"])
+def test_a_host_outside_loopback_and_allowed_hosts_is_refused_with_421(http: Target, host: str) -> None:
+    response = _post(http, Host=host)
+    assert response.status_code == 421
+    assert "result" not in response.text
+
+
+# A Host without a port (the scheme's default, e.g. behind a proxy) matches a "name:*" pattern too.
+@pytest.mark.parametrize("host", ["localhost", "127.0.0.1:9", "[::1]:3030", f"{EXTRA_HOST}:8443", EXTRA_HOST])
+def test_loopback_hosts_and_configured_allowed_hosts_are_served(http: Target, host: str) -> None:
+    _initialized(_post(http, Host=host))
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE"])
+def test_mcp_answers_only_post(http: Target, method: str) -> None:
+    assert http.url is not None
+    response = httpx.request(method, http.url + "/mcp", headers={"Accept": "text/event-stream"}, timeout=10.0)
+    assert response.status_code == 405
+    assert response.headers["allow"] == "POST"
+    assert response.json()["reason"] == "method_not_allowed"

@@ -1,0 +1,107 @@
+"""``docs/tools.md`` and the README agree with the tool registry (issue 5 §7)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Final
+
+import pytest
+
+from quipu.mcp.docs import COMMAND, REGENERATE, current_registry, render, served_counts
+from quipu.mcp.registry import Registry
+
+ROOT: Final = Path(__file__).resolve().parents[2]
+DOC: Final = ROOT / "docs" / "tools.md"
+README: Final = ROOT / "README.md"
+STALE: Final = (
+    f"docs/tools.md is out of date with the tool registry: run `{REGENERATE}` (or `uv run {COMMAND}`)"
+)
+
+
+@pytest.fixture(scope="module")
+def registry() -> Registry:
+    return current_registry()
+
+
+def test_tools_doc_is_the_rendered_registry(registry: Registry) -> None:
+    assert DOC.is_file(), STALE
+    assert DOC.read_text(encoding="utf-8") == render(registry, registry.missing), STALE
+
+
+def test_readme_states_the_served_tool_count(registry: Registry) -> None:
+    text = " ".join(README.read_text(encoding="utf-8").split())
+    found = re.findall(r"(\d+) of the 77 tools are served today \(docs/tools\.md", text)
+    assert len(found) == 1, (
+        "README.md's MCP section must say 'N of the 77 tools are served today (docs/tools.md'"
+    )
+    served, default, _, _ = served_counts(registry)
+    assert default == 77
+    assert int(found[0]) == served, (
+        f"README.md says {found[0]} tools are served; the registry serves {served}"
+    )
+
+
+def test_tools_doc_lists_every_served_tool_with_route_annotations_and_parameters(registry: Registry) -> None:
+    page = render(registry)
+    for spec in registry:
+        section = page.split(f"### {spec.name}\n", 1)[1].split("\n### ", 1)[0]
+        assert f"`{spec.method} {spec.path}`" in section, spec.name
+        assert f"`readOnlyHint: {str(spec.read_only).lower()}`" in section, spec.name
+        assert f"`destructiveHint: {str(not spec.read_only).lower()}`" in section, spec.name
+        for name in spec.input_schema.get("properties", {}):
+            assert f"| `{name}` |" in section, (spec.name, name)
+    knot = page.split("### quipu_knot\n", 1)[1].split("\n### ", 1)[0]
+    assert "| `turtle` | string | yes |" in knot
+    entity = page.split("### quipu_entity\n", 1)[1].split("\n### ", 1)[0]
+    assert "| `expanded` | boolean | no |" in entity
+
+
+def test_tools_doc_counts_and_lists_the_tools_not_served_yet(registry: Registry) -> None:
+    page = render(registry)
+    served, default, owl_served, owl = served_counts(registry)
+    assert (
+        f"**{served} of the {default} tools are served today** (and {owl_served} of the {owl} tools" in page
+    )
+    missing_part = page.split("\n## Not served yet\n", 1)[1]
+    for entry in registry.missing:
+        assert f"- `{entry.name}` — `{entry.method} {entry.path}`" in missing_part, entry.name
+        assert f"### {entry.name}\n" not in page, entry.name
+    assert len(registry) + len(registry.missing) == 79
+
+
+def test_render_escapes_table_cells_and_is_deterministic(registry: Registry) -> None:
+    assert render(registry) == render(registry)
+    # "string | null" must not split a table row into extra cells
+    cord = render(registry).split("### quipu_cord\n", 1)[1].split("\n### ", 1)[0]
+    assert "| `limit` | integer \\| null | no |" in cord
+
+
+def test_the_module_prints_the_page_on_stdout() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "quipu.mcp.docs"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == DOC.read_text(encoding="utf-8"), STALE
+
+
+def test_the_module_writes_the_page_with_write(tmp_path: Path) -> None:
+    target = tmp_path / "tools.md"
+    done = subprocess.run(
+        [sys.executable, "-m", "quipu.mcp.docs", "--write", str(target)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ""
+    assert target.read_text(encoding="utf-8") == DOC.read_text(encoding="utf-8")

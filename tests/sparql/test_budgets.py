@@ -79,13 +79,12 @@ def test_runaway_query_times_out_and_the_store_stays_usable(timed: KnowledgeBase
 def test_no_deadline_is_left_on_the_pooled_connection(timed: KnowledgeBase, compiled: bool) -> None:
     with pytest.raises(QueryTimeout):
         timed.query_result(RUNAWAY)
-    # The expired deadline would stop any statement of more than a few thousand SQLite steps,
-    # and this query runs far longer than the 200 ms budget it is no longer under.
-    started = time.monotonic()
+    # An expired deadline left behind would stop any statement of more than a few thousand
+    # SQLite steps; all 80,000 rows of one SQL statement prove none was (no timing needed).
     result = run_query(timed.db, SHARED, compiled=compiled)
     assert len(result.table) == 80_000
     if compiled:
-        assert result.plan == "sql" and time.monotonic() - started > 0.2
+        assert result.plan == "sql"
 
 
 def test_zero_timeout_disables_the_deadline(tmp_path: Path, compiled: bool) -> None:

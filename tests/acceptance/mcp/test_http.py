@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any, Final
 
@@ -82,3 +83,11 @@ def test_mcp_answers_only_post(http: Target, method: str) -> None:
     assert response.status_code == 405
     assert response.headers["allow"] == "POST"
     assert response.json()["reason"] == "method_not_allowed"
+
+
+def test_a_body_over_64_mib_is_refused_with_413(http: Target) -> None:
+    assert http.url is not None
+    body = json.dumps(INITIALIZE).encode()[:-1] + b', "padding": "' + b"x" * (64 * 1024 * 1024) + b'"}'
+    response = httpx.post(http.url + "/mcp", content=body, headers=JSON_RPC, timeout=60.0)
+    assert response.status_code == 413
+    assert response.json()["reason"] == "payload_too_large"

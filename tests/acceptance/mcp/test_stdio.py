@@ -21,9 +21,13 @@ from tests.acceptance.mcp.harness import (
     PROCESS_TIMEOUT,
     QUIPU,
     SHARED,
+    Target,
     access_paths,
     child_env,
+    ok_body,
     registry,
+    run,
+    turtle,
     write_config,
     write_token_file,
 )
@@ -245,3 +249,26 @@ def test_the_mcp_inspector_cli_lists_the_tools_over_stdio(tmp_path: Path) -> Non
     reference.mkdir()
     assert [tool["name"] for tool in listed] == list(registry(write_config(reference)).tools)
     assert db.exists()  # the server it drove opened the store it was given
+
+
+# -- local authority ----------------------------------------------------------------------------
+
+
+def test_a_store_without_credentials_keeps_local_authority_over_stdio(tmp_path: Path) -> None:
+    """No credential configured: stdio writes are open, as the CLI's are, and carry no identity."""
+    config = tmp_path / "open.toml"
+    config.write_text('[quipu.store]\nsynchronous = "NORMAL"\n', encoding="utf-8")
+    target = Target("stdio", tmp_path, config)
+
+    async def main() -> tuple[dict[str, Any], dict[str, Any]]:
+        async with target.client() as client:
+            knot = ok_body(
+                await client.call_tool("quipu_knot", {"turtle": turtle("http://example.org/local", "yes")})
+            )
+            log = ok_body(await client.call_tool("quipu_transactions", {}))
+            return knot, log
+
+    knot, log = run(main)
+    assert knot["conforms"] is True and knot["tx_id"] > 0
+    (entry,) = [t for t in log["transactions"] if t["id"] == knot["tx_id"]]
+    assert entry["authenticated"] is None

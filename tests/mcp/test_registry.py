@@ -13,7 +13,16 @@ from mcp.shared.tool_name_validation import validate_tool_name
 
 from quipu.config import load_settings
 from quipu.errors import ConfigError
-from quipu.mcp.registry import FORM, JSON, TOOLSETS, Registry, ToolSpec, build_registry, load_manifest
+from quipu.mcp.registry import (
+    FORM,
+    JSON,
+    TOOLSETS,
+    Registry,
+    ToolSpec,
+    _untitled,
+    build_registry,
+    load_manifest,
+)
 from quipu.mcp.server import tool_list
 from quipu.rest import route_table
 from quipu.rest.app import create_app
@@ -156,18 +165,6 @@ def test_a_route_missing_from_the_openapi_document_is_not_served(openapi: dict[s
 
 
 # -- input schemas ---------------------------------------------------------------------------------------
-
-
-def _untitled(node: Any) -> Any:
-    if isinstance(node, dict):
-        return {
-            k: (_untitled(v) if k != "properties" else {p: _untitled(s) for p, s in v.items()})
-            for k, v in node.items()
-            if k != "title"
-        }
-    if isinstance(node, list):
-        return [_untitled(v) for v in node]
-    return node
 
 
 def _local_refs(node: Any) -> Any:

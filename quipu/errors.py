@@ -16,6 +16,7 @@ exits non-zero::
     │   ├── NotFound                400 not_found         (400, not 404, by contract)
     │   │   └── UnknownGraph        400 unknown_graph
     │   ├── WriteRefused            400 write_refused     a guard refused; nothing was written
+    │   │   └── ShaclViolation      400 shacl_violation   the SHACL gate refused (/knot answers 200)
     │   └── QueryError              400 query_error
     ├── Unauthorized                401 missing_or_invalid_bearer_token
     ├── Forbidden                   403 forbidden
@@ -122,6 +123,20 @@ class WriteRefused(BadRequest):
     """A guard refused the write; nothing was written."""
 
     reason = "write_refused"
+
+
+class ShaclViolation(WriteRefused):
+    """The SHACL gate refused a write; ``report`` is the structured validation report (JSON form).
+
+    ``/knot`` turns this into HTTP 200 ``conforms: false`` (tools-core §3.1 rule 4); on other
+    routes it is a 400 whose body carries the report.
+    """
+
+    reason = "shacl_violation"
+
+    def __init__(self, message: str, report: dict[str, Any]) -> None:
+        super().__init__(message, extra=report)
+        self.report = report
 
 
 class QueryError(BadRequest):

@@ -92,9 +92,9 @@ def test_fixture_is_at_revision_1() -> None:
 
 
 def test_opening_rev1_upgrades_to_head(upgraded: KnowledgeBase, rev1_copy: Path) -> None:
-    assert head_revision() == "0003"
-    assert upgraded.db.schema_revision() == "0003"
-    assert _raw(rev1_copy, "SELECT version_num FROM alembic_version") == [("0003",)]
+    assert head_revision() == "0004"
+    assert upgraded.db.schema_revision() == "0004"
+    assert _raw(rev1_copy, "SELECT version_num FROM alembic_version") == [("0004",)]
     columns = {row[1] for row in _raw(rev1_copy, "PRAGMA table_info(facts)")}
     assert "v_num" in columns
     assert "dup" in columns
@@ -336,11 +336,12 @@ def test_dup_backfill_marks_all_live_claims_but_the_oldest(tmp_path: Path) -> No
     # back to revision 2 without the column, as a file from before it would be
     conn = sqlite3.connect(path)
     conn.execute("ALTER TABLE facts DROP COLUMN dup")
+    conn.execute("DROP TABLE shapes")  # revision 4
     conn.execute("UPDATE alembic_version SET version_num = '0002'")
     conn.commit()
     conn.close()
     with quipu.open(str(path)) as kb:
-        assert kb.db.schema_revision() == "0003"
+        assert kb.db.schema_revision() == "0004"
         rows = kb.query("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }")
         assert isinstance(rows, list) and str(rows[0]["n"]) == "2"
     assert _raw(path, "SELECT id, dup FROM facts ORDER BY id") == expected

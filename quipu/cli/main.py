@@ -129,10 +129,18 @@ def knot(
     graph: Annotated[
         str | None, typer.Option("--graph", help="registered named graph (default ROOT)")
     ] = None,
+    shapes: Annotated[
+        str | None, typer.Option("--shapes", help="extra SHACL Turtle file gating this write")
+    ] = None,
     db: DbOption = None,
     config: ConfigOption = None,
 ) -> None:
-    """Assert the facts of an RDF document in one transaction."""
+    """Assert the facts of an RDF document in one transaction.
+
+    The stored shape sets and --shapes gate the write: on a SHACL violation the report is
+    printed on stdout, nothing is written and the exit status is 2.
+    """
+    from quipu.errors import ShaclViolation
     from quipu.rdfio.formats import guess_input_format, input_format
 
     with _refusals():  # check the input before the store file is created or opened
@@ -143,10 +151,22 @@ def knot(
             data = Path(file).read_bytes()
         else:
             raise InvalidField(f"input file not found: {file}", field="FILE")
+        extra = _read_text(shapes, "--shapes") if shapes is not None else None
     with _store(db, config) as kb, _IngestProgress(len(data)) as progress:
-        result = kb.knot(
-            data, fmt, valid_from=timestamp, actor=actor, source=source, graph=graph, progress=progress
-        )
+        try:
+            result = kb.knot(
+                data,
+                fmt,
+                valid_from=timestamp,
+                actor=actor,
+                source=source,
+                graph=graph,
+                progress=progress,
+                shapes=extra,
+            )
+        except ShaclViolation as refused:
+            _emit(refused.report)
+            raise
     _emit(
         {
             "tx_id": result.tx_id,
@@ -159,6 +179,109 @@ def knot(
 
 
 app.command("load", help="Alias of knot.")(knot)
+
+
+def _read_text(path: str, flag: str) -> str:
+    """A UTF-8 file named on the command line (``-`` is stdin)."""
+    if path == "-":
+        return sys.stdin.read()
+    if not Path(path).is_file():
+        raise InvalidField(f"{flag} file not found: {path}", field=flag)
+    return Path(path).read_text(encoding="utf-8")
+
+
+@app.command("validate")
+def validate(
+    data: Annotated[str, typer.Option("--data", help="Turtle file to validate (- for stdin)")],
+    shapes: Annotated[
+        str | None, typer.Option("--shapes", help="SHACL Turtle file (default: the stored shape sets)")
+    ] = None,
+    valid_at: Annotated[
+        str | None, typer.Option("--valid-at", help="stored shape versions open at this valid time")
+    ] = None,
+    as_of_tx: Annotated[
+        int | None, typer.Option("--as-of-tx", help="stored shape versions open as of this transaction")
+    ] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Dry-run SHACL validation of a Turtle document; prints the report, writes nothing.
+
+    Exit status 0 whether or not the data conforms (read "conforms"); 2 for a bad request.
+    """
+    with _refusals():
+        text = _read_text(data, "--data")
+        shapes_text = _read_text(shapes, "--shapes") if shapes is not None else None
+    with _store(db, config) as kb, _refusals():
+        report = kb.validate(text, shapes_text, valid_at=valid_at, as_of_tx=as_of_tx)
+    _emit(report.as_json())
+
+
+shapes_app = typer.Typer(help="Manage the stored SHACL shape sets that gate writes.", no_args_is_help=True)
+app.add_typer(shapes_app, name="shapes")
+
+
+@shapes_app.command("load")
+def shapes_load(
+    name: Annotated[str, typer.Argument(help="shape-set name")],
+    file: Annotated[str, typer.Argument(help="SHACL Turtle file (- for stdin)")],
+    timestamp: Annotated[str | None, typer.Option("--timestamp", help="version start (default now)")] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Load (or reload) a named shape set; the previous version is closed, never deleted."""
+    with _refusals():
+        turtle = _read_text(file, "FILE")
+    with _store(db, config) as kb, _refusals():
+        loaded = kb.load_shapes(name, turtle, timestamp=timestamp)
+    _emit({"action": "loaded", "name": loaded.name})
+
+
+@shapes_app.command("list")
+def shapes_list(db: DbOption = None, config: ConfigOption = None) -> None:
+    """The open shape sets."""
+    with _store(db, config) as kb:
+        sets = kb.shape_sets()
+    _emit({"shapes": [{"name": s.name, "loaded_at": s.loaded_at} for s in sets], "count": len(sets)})
+
+
+@shapes_app.command("get")
+def shapes_get(
+    name: Annotated[str, typer.Argument(help="shape-set name")],
+    db: DbOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Print a shape set's Turtle on stdout."""
+    with _store(db, config) as kb, _refusals():
+        found = next((s for s in kb.shape_sets() if s.name == name), None)
+        if found is None:
+            from quipu.errors import NotFound
+
+            raise NotFound(f"no shape set named '{name}'", field="name")
+    sys.stdout.write(found.turtle if found.turtle.endswith("\n") else found.turtle + "\n")
+
+
+@shapes_app.command("remove")
+def shapes_remove(
+    name: Annotated[str, typer.Argument(help="shape-set name")],
+    db: DbOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Close a shape set's open version (history is kept)."""
+    with _store(db, config) as kb, _refusals():
+        found = kb.remove_shapes(name)
+    _emit({"action": "removed", "name": name, "found": found})
+
+
+@shapes_app.command("vocabulary")
+def shapes_vocabulary(db: DbOption = None, config: ConfigOption = None) -> None:
+    """The sanctioned classes of the open shape sets."""
+    from quipu.shacl import registry
+
+    with _store(db, config) as kb:
+        sets = kb.shape_sets()
+    classes = sorted(registry.bundle(s.turtle for s in sets).vocabulary) if sets else []
+    _emit({"classes": classes, "count": len(classes)})
 
 
 TABLE_FORMATS = ("table", "json", "csv", "tsv", "xml")

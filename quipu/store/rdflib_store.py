@@ -147,6 +147,10 @@ class QuipuView(ReadOnlyStore):
             budget.pulled(len(rows))
         make = self.make
         make.load(statement_ids(rows))
+        if context is None:
+            # No context asked means the default scope; name it, since rdflib's Dataset.quads
+            # (pyshacl's report messages) reads the identifier of every yielded context.
+            context = Graph(store=self, identifier=DATASET_DEFAULT_GRAPH_ID)
         if budget is None:
             for e, a, v in rows:
                 yield (make.term(e), make.term(a), make.value(v)), iter([context])

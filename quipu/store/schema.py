@@ -110,3 +110,19 @@ graphs = Table(
     Column("created_actor", Text),
     CheckConstraint("class IN ('committed', 'overlay')", name="ck_graphs_class"),
 )
+
+# Revision 4: versioned SHACL shape sets (DM §14.1). A version is open while valid_to is NULL;
+# loading or removing closes it, never deletes it. prefixes: the set's @prefix map as JSON.
+shapes = Table(
+    "shapes",
+    metadata,
+    Column("name", Text, primary_key=True),
+    Column("valid_from", Text, primary_key=True),
+    Column("turtle", Text, nullable=False),
+    Column("prefixes", Text, nullable=False, server_default="{}"),
+    Column("loaded_at", Text, nullable=False),
+    Column("valid_to", Text),
+    Column("tx", BigInteger),  # watermark (latest committed transaction) when the version opened
+    Column("closed_tx", BigInteger),  # the same when it closed [designed here]
+    Index("ix_shapes_name_open", "name", "valid_to"),
+)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import quipu
 from quipu.rdfio.curie import EMPTY, PrefixMap, loaded_prefixes
 
 EX = "http://ex.org/"
@@ -45,4 +46,19 @@ def test_used_gives_the_context_of_compacted_names() -> None:
 
 
 def test_nothing_compacts_before_shape_sets_load() -> None:
-    assert loaded_prefixes() is EMPTY and not EMPTY
+    with quipu.open(":memory:") as kb:
+        assert loaded_prefixes(kb.db) is EMPTY and not EMPTY
+
+
+def test_loaded_prefixes_follow_the_open_shape_sets() -> None:
+    shapes = "@prefix ex: <http://ex.org/> . @prefix sh: <http://www.w3.org/ns/shacl#> .\n"
+    shapes += "ex:S a sh:NodeShape ; sh:targetClass ex:T ."
+    with quipu.open(":memory:") as kb:
+        kb.load_shapes("one", shapes)
+        kb.load_shapes(
+            "two", "@prefix ex: <http://other/> . @prefix b: <http://b/> . <http://b/x> a <http://b/y> ."
+        )
+        # ex is bound two ways (dropped); sh and b survive
+        assert loaded_prefixes(kb.db).namespaces == {"sh": "http://www.w3.org/ns/shacl#", "b": "http://b/"}
+        kb.remove_shapes("two")
+        assert loaded_prefixes(kb.db).compact(EX + "a") == "ex:a"

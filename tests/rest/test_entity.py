@@ -88,7 +88,7 @@ def test_compaction_never_merges_two_keys() -> None:
 def test_entity_route_compacts_with_the_loaded_prefixes(
     client: TestClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(read_routes, "loaded_prefixes", lambda: PrefixMap({"ex": EX}))
+    monkeypatch.setattr(read_routes, "loaded_prefixes", lambda db: PrefixMap({"ex": EX}))
     doc = _entity(client, EX + "b")
     assert doc == {"@context": {"ex": EX}, "@id": "ex:b", RDFS_LABEL: "Bee"}
     # The expanded form never compacts.

@@ -278,11 +278,14 @@ def test_knot_bad_literal(client: TestClient) -> None:
     assert "bad integer literal" in problem["error"]
 
 
-def test_knot_request_shapes_are_refused_not_ignored(client: TestClient) -> None:
-    shapes = PREFIX + "@prefix sh: <http://www.w3.org/ns/shacl#> .\nex:S a sh:NodeShape ."
-    problem = refused(client, "/knot", {"turtle": DOC, "shapes": shapes}, field="shapes")
-    assert problem["reason"] == "unsupported_field"
-    assert "nothing was written" in problem["error"]
+def test_knot_request_shapes_are_applied_not_ignored(client: TestClient) -> None:
+    # Every ex:a must know exactly two things; DOC gives it one: refused with 200, nothing written.
+    shapes = PREFIX + "@prefix sh: <http://www.w3.org/ns/shacl#> .\n"
+    shapes += "ex:S a sh:NodeShape ; sh:targetNode ex:a ; sh:property [ sh:path ex:knows ; sh:minCount 2 ] ."
+    response = client.post("/knot", json={"turtle": DOC, "shapes": shapes})
+    assert response.status_code == 200
+    assert response.json()["conforms"] is False
+    assert objects(client, EX + "a", EX + "knows") == []
 
 
 def test_knot_empty_shapes_are_no_shapes(client: TestClient) -> None:

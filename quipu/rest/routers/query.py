@@ -306,7 +306,7 @@ def _answer(kb: KnowledgeBase, call: _Call, accept: str | None) -> Response:
     )
     media = _standard_format(accept, result.form) if accept else None
     if media is None:
-        out = result_json(result, None if body.verbose else curie.loaded_prefixes())
+        out = result_json(result, None if body.verbose else curie.loaded_prefixes(kb.db))
         if call.ignored:
             out["ignored_fields"] = list(call.ignored)
         if inference is not None:

@@ -242,7 +242,7 @@ _COLLAPSED = re.compile(r"^(https?):/(?!/)")
 
 def _entity_document(kb: KnowledgeBase, iri: str, expanded: bool) -> dict[str, Any]:
     doc = kb.entity(iri, expanded=expanded)
-    return doc if expanded else compact_document(doc, loaded_prefixes())
+    return doc if expanded else compact_document(doc, loaded_prefixes(kb.db))
 
 
 @router.get(

@@ -11,9 +11,10 @@ from typing import Any, ClassVar
 from fastapi import APIRouter
 from pydantic import BaseModel, model_validator
 
-from quipu.errors import InvalidField
+from quipu.errors import InvalidField, ShaclViolation
 from quipu.rest.deps import AuthDep, KbDep
 from quipu.rest.fields import Annotating
+from quipu.rest.routers.shapes import Issue
 
 router = APIRouter(tags=["writes"])
 
@@ -87,6 +88,18 @@ class KnotResponse(BaseModel):
     ignored_fields: list[str] | None = None
 
 
+class KnotRefusal(BaseModel):
+    """A SHACL refusal: HTTP 200 with ``conforms: false``; nothing was written."""
+
+    conforms: bool
+    violations: int
+    warnings: int
+    infos: int
+    issues: list[Issue]
+    hint: str
+    ignored_fields: list[str] | None = None
+
+
 class RetractResponse(BaseModel):
     tx_id: int
     retracted: int
@@ -106,30 +119,27 @@ class SetResponse(BaseModel):
 # -- handlers --------------------------------------------------------------------------------
 
 
-@router.post("/knot", response_model=KnotResponse, response_model_exclude_unset=True)
+@router.post("/knot", response_model=KnotResponse | KnotRefusal, response_model_exclude_unset=True)
 def knot(body: KnotRequest, kb: KbDep, auth: AuthDep) -> dict[str, Any]:
     """Assert Turtle into ROOT or a registered graph, or replace a producer key's snapshot."""
-    if body.shapes is not None and body.shapes.strip():
-        # Silently skipping shapes the caller relies on would let invalid data in.
-        raise InvalidField(
-            "request 'shapes' are not available in this build (the SHACL gate is not part of it "
-            "yet); nothing was written — send the request without 'shapes'",
-            field="shapes",
-            reason="unsupported_field",
+    try:
+        result = kb.knot(
+            body.turtle,
+            "turtle",
+            timestamp=body.timestamp,
+            valid_from=body.valid_from,
+            actor=body.actor,
+            source=body.source,
+            graph=body.graph,
+            blank_node_scope=body.blank_node_scope,
+            replace_snapshot=body.replace_snapshot,
+            snapshot=body.snapshot,
+            auth=auth,
+            shapes=body.shapes,
         )
-    result = kb.knot(
-        body.turtle,
-        "turtle",
-        timestamp=body.timestamp,
-        valid_from=body.valid_from,
-        actor=body.actor,
-        source=body.source,
-        graph=body.graph,
-        blank_node_scope=body.blank_node_scope,
-        replace_snapshot=body.replace_snapshot,
-        snapshot=body.snapshot,
-        auth=auth,
-    )
+    except ShaclViolation as refused:
+        # On /knot a SHACL failure is not an HTTP error (§3.1 rule 4): 200, conforms false.
+        return body.annotate(dict(refused.report))
     snapshot = body.snapshot.strip() if body.replace_snapshot and body.snapshot else body.snapshot
     return body.annotate(
         {

@@ -1,0 +1,1 @@
+"""SHACL shapes: the persistent registry, validation with structured results, and write gates."""

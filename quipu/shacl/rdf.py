@@ -1,0 +1,49 @@
+"""RDF documents as in-memory rdflib graphs, parsed by pyoxigraph like the store's ingestion.
+
+Lexical forms stay as written (DM §2 rule 3: rdflib's own parser would normalise them), and
+the document's prefix declarations are bound on the graph, and only those.
+"""
+
+from __future__ import annotations
+
+import pyoxigraph as ox
+from rdflib import BNode, Graph, Literal, URIRef
+from rdflib.term import Node
+
+from quipu.errors import RdfParseError
+
+_OX_FORMATS = {
+    "turtle": ox.RdfFormat.TURTLE,
+    "nt": ox.RdfFormat.N_TRIPLES,
+    "nq": ox.RdfFormat.N_QUADS,
+    "trig": ox.RdfFormat.TRIG,
+    "jsonld": ox.RdfFormat.JSON_LD,
+    "rdfxml": ox.RdfFormat.RDF_XML,
+}
+
+
+def term(value: object) -> Node:
+    if isinstance(value, ox.NamedNode):
+        return URIRef(value.value)
+    if isinstance(value, ox.BlankNode):
+        return BNode(value.value)
+    if isinstance(value, ox.Literal):
+        if value.language:
+            return Literal(value.value, lang=value.language)
+        return Literal(value.value, datatype=URIRef(value.datatype.value), normalize=False)
+    raise RdfParseError("RDF parse error: RDF-star quoted triples are not supported")
+
+
+def parse_graph(data: bytes, fmt: str = "turtle", base_iri: str | None = None) -> Graph:
+    """Every statement of the document (all graphs of a quad format, flattened)."""
+    graph = Graph(bind_namespaces="none")
+    try:
+        parser = ox.parse(data, format=_OX_FORMATS[fmt], base_iri=base_iri)
+        for quad in parser:
+            graph.add((term(quad.subject), term(quad.predicate), term(quad.object)))
+        prefixes = getattr(parser, "prefixes", {}) or {}
+    except (SyntaxError, ValueError) as exc:
+        raise RdfParseError(f"RDF parse error: {exc}") from None
+    for prefix, namespace in prefixes.items():
+        graph.bind(prefix, URIRef(namespace), override=True, replace=True)
+    return graph

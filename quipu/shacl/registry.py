@@ -1,0 +1,256 @@
+"""The persistent registry of named SHACL shape sets (tools-core §2.2, DM §14.1).
+
+Every load opens a new version of a name and closes the previous one; removal closes the open
+version. Rows are never deleted, so the sets open at any earlier point stay readable for
+``/validate``'s ``valid_at``/``as_of_tx``. Versions carry two watermarks: ``tx``, the latest
+committed transaction when they opened, and ``closed_tx`` **[designed here]**, the same when
+they closed, so "open as of tx N" is ``tx <= N < closed_tx``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from pyshacl.shapes_graph import ShapesGraph
+from rdflib import RDFS, Graph, URIRef
+from rdflib.namespace import SH
+from rdflib.term import Node
+from sqlalchemy import ColumnElement, Connection, and_, insert, or_, select, update
+
+from quipu import times
+from quipu.errors import InvalidField, MissingField, NotFound, RdfParseError
+from quipu.shacl.rdf import parse_graph
+from quipu.shacl.validate import normalise_shapes
+from quipu.store.database import Database
+from quipu.store.schema import shapes as shapes_table
+
+# Shapes annotated with this predicate and the literal "emit" report but do not gate writes.
+QUIPU_NS = "https://quipu.dev/ontology/"
+ON_VIOLATION_IRIS = frozenset({QUIPU_NS + "onViolation", "http://aegis.gastown.local/ontology/onViolation"})
+
+
+@dataclass(frozen=True)
+class ShapeSet:
+    """One stored version of a named shape set."""
+
+    name: str
+    turtle: str
+    prefixes: dict[str, str]
+    loaded_at: str
+    valid_from: str
+    valid_to: str | None = None
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """Shape sets combined for validation: the graph, its sanctioned classes and emit shapes."""
+
+    graph: Graph
+    vocabulary: frozenset[str]
+    emit: frozenset[object]  # shape nodes whose results never gate (quipu:onViolation "emit")
+    prefixes: dict[str, str]
+    class_axioms: tuple[tuple[Node, Node, Node], ...] = ()  # the sets' own rdfs:subClassOf triples
+
+
+# -- parsing -------------------------------------------------------------------------------------
+
+
+def parse_shapes(turtle: str, field: str = "shapes") -> Graph:
+    """Turtle that must describe loadable SHACL shapes; 400 ``invalid_shapes`` otherwise."""
+    try:
+        graph = parse_graph(turtle.encode("utf-8"))
+    except RdfParseError as exc:
+        raise InvalidField(
+            f"'{field}' do not parse as Turtle: {exc.message}", field=field, reason="invalid_shapes"
+        ) from None
+    probe = Graph(bind_namespaces="none")
+    for triple in graph:  # pyshacl adds axioms to a shapes graph it loads: probe a copy
+        probe.add(triple)
+    try:
+        ShapesGraph(probe).shapes  # noqa: B018 - building the shapes checks their constraints
+    except Exception as exc:  # pyshacl's ShapeLoadError, ConstraintLoadError, ReportableRuntimeError
+        message = getattr(exc, "message", None) or str(exc)
+        raise InvalidField(
+            f"'{field}' are not valid SHACL: {message}", field=field, reason="invalid_shapes"
+        ) from None
+    return graph
+
+
+def declared_prefixes(graph: Graph) -> dict[str, str]:
+    """The ``@prefix``/``PREFIX`` declarations of a parsed set (the graph binds nothing else)."""
+    return {prefix: str(ns) for prefix, ns in graph.namespaces() if prefix}
+
+
+@lru_cache(maxsize=32)
+def _bundle(texts: tuple[str, ...]) -> Bundle:
+    graph = Graph(bind_namespaces="none")
+    prefixes: list[dict[str, str]] = []
+    for text in texts:
+        part = parse_shapes(text)
+        prefixes.append(declared_prefixes(part))
+        for triple in part:
+            graph.add(triple)
+    normalise_shapes(graph)
+    axioms = tuple(graph.triples((None, RDFS.subClassOf, None)))
+    out = Bundle(graph, sanctioned(graph), emit_shapes(graph), _merged(prefixes), axioms)
+    # pyshacl adds two axioms to a shapes graph the first time it loads it; do that now, so
+    # validations sharing this cached graph only ever read it.
+    ShapesGraph(graph).shapes  # noqa: B018
+    return out
+
+
+def bundle(texts: Iterable[str]) -> Bundle:
+    """The combined shapes of several Turtle texts (cached: writes reuse the same stored sets)."""
+    return _bundle(tuple(texts))
+
+
+def _merged(sets: Sequence[dict[str, str]]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for declarations in sets:
+        for prefix, ns in declarations.items():
+            out.setdefault(prefix, ns)
+    return out
+
+
+def sanctioned(graph: Graph) -> frozenset[str]:
+    """Sanctioned classes: every ``sh:targetClass`` and ``rdfs:subClassOf`` object (DM §12 step 3)."""
+    out = {str(o) for o in graph.objects(None, SH.targetClass) if isinstance(o, URIRef)}
+    out |= {str(o) for o in graph.objects(None, RDFS.subClassOf) if isinstance(o, URIRef)}
+    return frozenset(out)
+
+
+def emit_shapes(graph: Graph) -> frozenset[object]:
+    """Shapes annotated ``quipu:onViolation "emit"`` and the property shapes they own."""
+    found: set[object] = set()
+    for predicate in ON_VIOLATION_IRIS:
+        for shape, value in graph.subject_objects(URIRef(predicate)):
+            if str(value) == "emit":
+                found.add(shape)
+    pending = list(found)
+    while pending:
+        for prop in graph.objects(pending.pop(), SH.property):  # type: ignore[arg-type]
+            if prop not in found:
+                found.add(prop)
+                pending.append(prop)
+    return frozenset(found)
+
+
+# -- reading -------------------------------------------------------------------------------------
+
+
+def _row(row: object) -> ShapeSet:
+    r = row._mapping  # type: ignore[attr-defined]
+    return ShapeSet(
+        r["name"], r["turtle"], json.loads(r["prefixes"]), r["loaded_at"], r["valid_from"], r["valid_to"]
+    )
+
+
+def open_sets(
+    conn: Connection, *, valid_at: str | None = None, as_of_tx: int | None = None
+) -> list[ShapeSet]:
+    """Versions open at the point asked (now by default), by name."""
+    c = shapes_table.c
+    cond: list[ColumnElement[bool]] = []
+    if valid_at is None and as_of_tx is None:
+        cond.append(c.valid_to.is_(None))
+    if valid_at is not None:
+        at = times.normalise_valid_at(valid_at)
+        cond += [c.valid_from <= at, or_(c.valid_to.is_(None), c.valid_to > at)]
+    if as_of_tx is not None:
+        cond += [c.tx <= as_of_tx, or_(c.closed_tx.is_(None), c.closed_tx > as_of_tx)]
+    rows = conn.execute(select(shapes_table).where(and_(*cond)).order_by(c.name, c.valid_from))
+    latest: dict[str, ShapeSet] = {}
+    for row in rows:  # at most one per name is open; keep the newest should history overlap
+        latest[row.name] = _row(row)
+    return [latest[name] for name in sorted(latest)]
+
+
+def current(db: Database) -> list[ShapeSet]:
+    with db.read() as conn:
+        return open_sets(conn)
+
+
+def get(db: Database, name: str | None) -> ShapeSet:
+    name = _name(name)
+    for found in current(db):
+        if found.name == name:
+            return found
+    raise NotFound(f"no shape set named '{name}'", field="name")
+
+
+# -- writing -------------------------------------------------------------------------------------
+
+
+def _name(name: str | None) -> str:
+    if name is None or not name.strip():
+        raise MissingField("missing 'name' parameter", field="name")
+    return name
+
+
+def _refuse_going_back(conn: Connection, name: str, ts: str) -> None:
+    """A version cannot end before it began: a load or removal must not predate the open one."""
+    c = shapes_table.c
+    start = conn.execute(select(c.valid_from).where(c.name == name, c.valid_to.is_(None))).scalar()
+    if start is not None and ts < start:
+        raise InvalidField(
+            f"'timestamp' {ts} is before the open version of shape set '{name}' ({start}); "
+            "versions only move forward",
+            field="timestamp",
+        )
+
+
+def load(db: Database, name: str | None, turtle: str | None, *, timestamp: str | None = None) -> ShapeSet:
+    """Open a new version of ``name`` (closing the open one); the same instant replaces it."""
+    name = _name(name)
+    if turtle is None or not turtle.strip():
+        raise MissingField("missing 'turtle' parameter", field="turtle")
+    graph = parse_shapes(turtle, "turtle")  # nothing is stored for shapes that do not load
+    prefixes = json.dumps(declared_prefixes(graph), sort_keys=True)
+    ts = times.normalise_timestamp(timestamp)
+    loaded_at = times.now()
+    c = shapes_table.c
+    with db.write() as ctx:
+        conn = ctx.conn
+        _refuse_going_back(conn, name, ts)
+        head = db.head_tx(conn)
+        conn.execute(
+            update(shapes_table)
+            .where(c.name == name, c.valid_to.is_(None), c.valid_from != ts)
+            .values(valid_to=ts, closed_tx=head)
+        )
+        values = {
+            "turtle": turtle,
+            "prefixes": prefixes,
+            "loaded_at": loaded_at,
+            "valid_to": None,
+            "tx": head,
+        }
+        same = conn.execute(select(c.name).where(c.name == name, c.valid_from == ts)).first()
+        if same is not None:
+            conn.execute(
+                update(shapes_table)
+                .where(c.name == name, c.valid_from == ts)
+                .values(closed_tx=None, **values)
+            )
+        else:
+            conn.execute(insert(shapes_table).values(name=name, valid_from=ts, **values))
+    return ShapeSet(name, turtle, json.loads(prefixes), loaded_at, ts)
+
+
+def remove(db: Database, name: str | None, *, timestamp: str | None = None) -> bool:
+    """Close the open version of ``name``; False when none was open. History stays."""
+    name = _name(name)
+    ts = times.normalise_timestamp(timestamp)
+    c = shapes_table.c
+    with db.write() as ctx:
+        _refuse_going_back(ctx.conn, name, ts)
+        head = db.head_tx(ctx.conn)
+        done = ctx.conn.execute(
+            update(shapes_table)
+            .where(c.name == name, c.valid_to.is_(None))
+            .values(valid_to=ts, closed_tx=head)
+        )
+        return bool(done.rowcount)

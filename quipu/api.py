@@ -9,10 +9,16 @@ from typing import Any
 from rdflib import Graph
 from rdflib.term import Node
 
+from quipu import times
 from quipu.config import Settings
+from quipu.episodes import build as episode_build
+from quipu.episodes import ingest as episode_ingest
+from quipu.episodes import retract as episode_retract
 from quipu.identity import Authenticated
 from quipu.rdfio import ingest
 from quipu.rdfio.export import DEFAULT_BASE_NS, ExportResult, entity_turtle, export
+from quipu.shacl import gate, registry
+from quipu.shacl.validate import Report
 from quipu.sparql import budget as budgets
 from quipu.sparql.engine import QueryResult, run_query
 from quipu.sparql.update import run_update
@@ -35,6 +41,7 @@ class KnowledgeBase:
         sparql_compiler: bool = True,
         query_timeout_ms: int | None = None,
         max_join_rows: int | None = None,
+        base_ns: str = DEFAULT_BASE_NS,
     ) -> None:
         self.db = Database(
             location, SqliteTuning(synchronous=synchronous, cache_mb=cache_mb), readers=readers
@@ -45,6 +52,7 @@ class KnowledgeBase:
         self.query_timeout_ms = budgets.limit("query_timeout_ms", query_timeout_ms)
         self.max_join_rows = budgets.limit("max_join_rows", max_join_rows)
         self._stats = reads.StatsCache()
+        self.base_ns = base_ns  # episode IRIs are minted under it (DM §9.1)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> KnowledgeBase:
@@ -58,6 +66,7 @@ class KnowledgeBase:
             max_sparql_rows=search.max_sparql_rows,
             query_timeout_ms=search.query_timeout_ms,
             max_join_rows=search.max_join_rows,
+            base_ns=settings.base_ns,
         )
 
     # -- writes ------------------------------------------------------------------------------
@@ -78,12 +87,17 @@ class KnowledgeBase:
         auth: Authenticated | None = None,
         replace_snapshot: bool = False,
         snapshot: str | None = None,
+        shapes: str | None = None,
     ) -> writes.KnotResult:
         """Assert an RDF document in one transaction (per destination graph).
 
         ``replace_snapshot=True, snapshot=KEY`` replaces everything ``snapshot:KEY`` owns in the
         graph instead (DM §8): facts in both versions stay untouched, the rest close (scoped to
         the key, stamped ``timestamp``), and ``source`` is ignored.
+
+        Gated by the stored shape sets plus ``shapes`` (extra SHACL Turtle): an unsanctioned
+        ``rdf:type`` raises ``WriteRefused`` (``unknown_type``), a SHACL violation raises
+        ``ShaclViolation`` carrying the report; either way nothing is written.
         """
         return ingest.knot(
             self.db,
@@ -100,6 +114,7 @@ class KnowledgeBase:
             auth=auth,
             replace_snapshot=replace_snapshot,
             snapshot=snapshot,
+            shapes=shapes,
         )
 
     def retract(
@@ -170,6 +185,111 @@ class KnowledgeBase:
             actor=actor,
             auth=auth,
         )
+
+    def episode(
+        self,
+        name: str,
+        *,
+        episode_body: str | None = None,
+        source: str | None = None,
+        group_id: str | None = None,
+        nodes: Sequence[Any] | None = None,
+        edges: Sequence[Any] | None = None,
+        graph: str | None = None,
+        replace_snapshot: bool = False,
+        valid_from: str | None = None,
+        base_ns: str | None = None,
+        gates: tuple[episode_ingest.Gate, ...] = (),
+        auth: Authenticated | None = None,
+    ) -> episode_ingest.EpisodeResult:
+        """Write an episode (nodes and edges with provenance) under source ``episode:<name>``.
+
+        An identical episode (same name and content hash) is ``unchanged`` and writes nothing.
+        ``valid_from`` back-dates the facts' valid time (local callers only: the REST route never
+        passes one); ``gates`` refuse the write before the idempotency check (SHACL, vocabulary).
+        """
+        parsed = episode_build.parse_episode(
+            name,
+            episode_body=episode_body,
+            source=source,
+            group_id=group_id,
+            nodes=nodes,
+            edges=edges,
+            replace_snapshot=replace_snapshot,
+        )
+        return episode_ingest.ingest(
+            self.db,
+            parsed,
+            base_ns=base_ns or self.base_ns,
+            graph=graph,
+            valid_from=times.normalise_valid_from(valid_from, "timestamp") if valid_from else None,
+            auth=auth,
+            gates=gates,
+        )
+
+    def episodes_complete(
+        self,
+        name: str,
+        *,
+        episode_body: str | None = None,
+        group_id: str | None = None,
+        source_description: str | None = None,
+        timestamp: str | None = None,
+        base_ns: str | None = None,
+        gates: tuple[episode_ingest.Gate, ...] = (),
+        auth: Authenticated | None = None,
+    ) -> episode_ingest.EpisodeResult:
+        """Graphiti's flat form: an episode with no nodes or edges; ``timestamp`` is valid time only."""
+        return self.episode(
+            name,
+            episode_body=episode_body,
+            source=source_description,
+            group_id=group_id,
+            valid_from=timestamp,
+            base_ns=base_ns,
+            gates=gates,
+            auth=auth,
+        )
+
+    def retract_episode(
+        self,
+        episode: str,
+        *,
+        on_orphan: str | None = None,
+        timestamp: str | None = None,
+        actor: str | None = None,
+        auth: Authenticated | None = None,
+    ) -> dict[str, Any]:
+        """Close what ``episode:<episode>`` owns in every graph; ``on_orphan`` is preserve/refuse/allow."""
+        return episode_retract.retract_episode(
+            self.db, episode, on_orphan=on_orphan, timestamp=timestamp, actor=actor, auth=auth
+        )
+
+    # -- shapes ------------------------------------------------------------------------------
+
+    def load_shapes(self, name: str, turtle: str, *, timestamp: str | None = None) -> registry.ShapeSet:
+        """Store a named SHACL shape set (a new version; the same timestamp replaces it)."""
+        return registry.load(self.db, name, turtle, timestamp=timestamp)
+
+    def remove_shapes(self, name: str, *, timestamp: str | None = None) -> bool:
+        """Close a shape set's open version (history is kept); False when none was open."""
+        return registry.remove(self.db, name, timestamp=timestamp)
+
+    def shape_sets(self) -> list[registry.ShapeSet]:
+        """The open shape sets, by name."""
+        return registry.current(self.db)
+
+    def validate(
+        self,
+        data: str | bytes,
+        shapes: str | None = None,
+        *,
+        valid_at: str | None = None,
+        as_of_tx: int | None = None,
+        format: str = "turtle",
+    ) -> Report:
+        """Dry-run SHACL validation of a document, payload only (tools-core §2.1)."""
+        return gate.dry_run(self.db, data, shapes, valid_at=valid_at, as_of_tx=as_of_tx, format=format)
 
     def create_graph(self, iri: str, *, actor: str | None = None, auth: Authenticated | None = None) -> bool:
         """Register a committed named graph so writes may target it; False if it existed."""

@@ -31,11 +31,17 @@ ROUTES: Final[dict[tuple[str, str], RouteClass]] = {
     ("GET", "/stats"): READ,
     ("GET", "/health"): READ,
     ("GET", "/version"): READ,
+    ("POST", "/validate"): READ,
     # writes
     ("POST", "/knot"): WRITE,
     ("POST", "/retract"): WRITE,
     ("POST", "/set"): WRITE,
     ("POST", "/update"): WRITE,
+    ("POST", "/shapes"): WRITE,
+    ("POST", "/retract/source"): WRITE,
+    ("POST", "/episode"): WRITE,
+    ("POST", "/episodes/complete"): WRITE,
+    ("POST", "/episode/retract"): WRITE,
 }
 
 # Served by FastAPI itself (OpenAPI and its documentation pages): reads.

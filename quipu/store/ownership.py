@@ -6,6 +6,7 @@ only that source's claims, so a statement stays visible while any other owner st
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +21,7 @@ from quipu.store.schema import OP_ASSERT, ROOT, ROOT_IRI, facts, transactions
 from quipu.store.writes import close_claims, open_transaction, resolve_target_graph
 
 RDFS_LABEL = "http://www.w3.org/2000/01/rdf-schema#label"
+RDF_TYPE = values.RDF + "type"
 SAMPLE_SIZE = 20
 _CHUNK = 500
 
@@ -68,38 +70,79 @@ class SourcePlan:
         return [cid for ids in self.claims.values() for cid in ids]
 
 
+def owned_claims(ctx: WriteContext, g: int, source: str) -> dict[tuple[int, int, bytes], list[int]]:
+    """Every live claim ``source`` holds in ``g``, grouped by statement (no guard applied)."""
+    claims: dict[tuple[int, int, bytes], list[int]] = {}
+    for row in ctx.conn.execute(_OWNED, {"g": g, "src": source}):
+        claims.setdefault((int(row.e), int(row.a), bytes(row.v)), []).append(int(row.id))
+    return claims
+
+
+@dataclass(frozen=True)
+class Orphan:
+    """An entity a plan would leave referenced but unlabelled or untyped (DM §10)."""
+
+    entity: int
+    lost_label: bool
+    lost_type: bool
+
+
+def identity_orphans(
+    db: Database, ctx: WriteContext, g: int, statements: Iterable[tuple[int, int, bytes]], source: str
+) -> dict[int, Orphan]:
+    """The identity orphans of retracting ``statements`` (owned by ``source``) in ``g`` (DM §10).
+
+    A candidate (subject of a planned label or type claim) is still referenced when a live claim
+    of another producer has it as subject or object; it loses its label (type) when the plan
+    holds a label (type) claim of it and no other producer labels (types) it.
+    """
+    known = db.terms.lookup_in(ctx, (RDFS_LABEL, RDF_TYPE))
+    label, rtype = known.get(RDFS_LABEL), known.get(RDF_TYPE)
+    planned: dict[int, set[int]] = {}
+    for e, a, _v in statements:
+        if a in (label, rtype):
+            planned.setdefault(e, set()).add(a)
+    if not planned:
+        return {}
+    candidates = sorted(planned)
+    referenced: set[int] = set()
+    elsewhere: dict[int, set[int]] = {}
+    for i in range(0, len(candidates), _CHUNK):
+        chunk = candidates[i : i + _CHUNK]
+        rows = ctx.conn.execute(
+            select(_f.e, _f.a, _f.v_ref, _t.source)
+            .join_from(facts, transactions, _t.id == _f.tx)
+            .where(_f.g == g, *_LIVE, or_(_f.e.in_(chunk), _f.v_ref.in_(chunk)))
+        )
+        for row in rows:
+            if same_producer(row.source, source):
+                continue
+            if row.e in planned:
+                referenced.add(row.e)
+                elsewhere.setdefault(row.e, set()).add(row.a)
+            if row.v_ref in planned:
+                referenced.add(row.v_ref)
+    out: dict[int, Orphan] = {}
+    for e in sorted(referenced):
+        other = elsewhere.get(e, set())
+        lost_label = label in planned[e] and label not in other
+        lost_type = rtype in planned[e] and rtype not in other
+        if lost_label or lost_type:
+            out[e] = Orphan(e, lost_label, lost_type)
+    return out
+
+
 def plan_source(db: Database, ctx: WriteContext, g: int, source: str) -> SourcePlan:
     """The source's live claims in ``g``, minus labels the identity guard keeps (DM §8.1, §10).
 
     An entity keeps its label when something outside the producer still references it (as
     subject or as object) and no other producer gives it a label; its types are not spared.
     """
-    claims: dict[tuple[int, int, bytes], list[int]] = {}
-    for row in ctx.conn.execute(_OWNED, {"g": g, "src": source}):
-        claims.setdefault((int(row.e), int(row.a), bytes(row.v)), []).append(int(row.id))
+    claims = owned_claims(ctx, g, source)
     label = db.terms.lookup_in(ctx, (RDFS_LABEL,)).get(RDFS_LABEL)
-    candidates = sorted({e for e, a, _v in claims if a == label})
-    if candidates:
-        referenced: set[int] = set()
-        labelled_elsewhere: set[int] = set()
-        wanted = set(candidates)
-        for i in range(0, len(candidates), _CHUNK):
-            chunk = candidates[i : i + _CHUNK]
-            rows = ctx.conn.execute(
-                select(_f.e, _f.a, _f.v_ref, _t.source)
-                .join_from(facts, transactions, _t.id == _f.tx)
-                .where(_f.g == g, *_LIVE, or_(_f.e.in_(chunk), _f.v_ref.in_(chunk)))
-            )
-            for row in rows:
-                if same_producer(row.source, source):
-                    continue
-                if row.e in wanted:
-                    referenced.add(row.e)
-                    if row.a == label:
-                        labelled_elsewhere.add(row.e)
-                if row.v_ref in wanted:
-                    referenced.add(row.v_ref)
-        kept = referenced - labelled_elsewhere
+    labels = [k for k in claims if k[1] == label]
+    if labels:
+        kept = {e for e, o in identity_orphans(db, ctx, g, labels, source).items() if o.lost_label}
         claims = {k: ids for k, ids in claims.items() if not (k[1] == label and k[0] in kept)}
     return SourcePlan(g, claims)
 

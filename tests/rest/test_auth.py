@@ -49,6 +49,28 @@ def _set(kb: KnowledgeBase) -> dict[str, Any]:
     return {"json": {"entity": f"{EX}s", "predicate": f"{EX}p", "value": f"v{n}"}}
 
 
+def _retract_source(kb: KnowledgeBase) -> dict[str, Any]:
+    n = len(kb.transactions(limit=None)["transactions"])
+    kb.knot(f'<{EX}r{n}> <{EX}p> "x" .', "nt", source=f"legacy-{n}")
+    return {"json": {"source": f"legacy-{n}", "repair": f"T-{n}", "apply": True, "expect": 1}}
+
+
+def _episode(kb: KnowledgeBase) -> dict[str, Any]:
+    n = len(kb.transactions(limit=None)["transactions"])
+    return {"json": {"name": f"ep-{n}", "nodes": [{"name": f"n{n}", "type": "Thing"}]}}
+
+
+def _episodes_complete(kb: KnowledgeBase) -> dict[str, Any]:
+    n = len(kb.transactions(limit=None)["transactions"])
+    return {"json": {"name": f"flat-{n}", "episode_body": "said"}}
+
+
+def _retract_episode(kb: KnowledgeBase) -> dict[str, Any]:
+    n = len(kb.transactions(limit=None)["transactions"])
+    kb.episode(f"gone-{n}", nodes=[{"name": f"g{n}", "type": "Thing"}])
+    return {"json": {"episode": f"gone-{n}"}}
+
+
 def _entity_history(kb: KnowledgeBase) -> dict[str, Any]:
     _seed(kb)
     return {"json": {"iri": f"{EX}s"}}
@@ -56,13 +78,21 @@ def _entity_history(kb: KnowledgeBase) -> dict[str, Any]:
 
 WRITES: dict[tuple[str, str], Sample] = {
     ("POST", "/knot"): lambda kb: {"json": {"turtle": f'<{EX}a> <{EX}b> "c" .'}},
+    ("POST", "/shapes"): lambda kb: {"json": {"action": "list"}},
     ("POST", "/retract"): _retract,
     ("POST", "/set"): _set,
+    ("POST", "/retract/source"): _retract_source,
+    ("POST", "/episode"): _episode,
+    ("POST", "/episodes/complete"): _episodes_complete,
+    ("POST", "/episode/retract"): _retract_episode,
     ("POST", "/update"): lambda kb: {
         "content": f'INSERT DATA {{ <{EX}u> <{EX}v> "{len(kb.transactions(limit=None)["transactions"])}" }}',
         "headers": {"Content-Type": "application/sparql-update"},
     },
 }
+
+# Write routes whose sample records no transaction (a shapes list changes no facts).
+NO_TRANSACTION: frozenset[tuple[str, str]] = frozenset({("POST", "/shapes")})
 
 READS: dict[tuple[str, str], Sample] = {
     ("GET", "/query"): lambda kb: {"params": {"query": "ASK { ?s ?p ?o }"}},
@@ -81,6 +111,12 @@ READS: dict[tuple[str, str], Sample] = {
     ("GET", "/stats"): lambda kb: {},
     ("GET", "/health"): lambda kb: {},
     ("GET", "/version"): lambda kb: {},
+    ("POST", "/validate"): lambda kb: {
+        "json": {
+            "data": f"<{EX}a> a <{EX}T> .",
+            "shapes": f"<{EX}S> a <http://www.w3.org/ns/shacl#NodeShape> .",
+        }
+    },
 }
 
 
@@ -172,6 +208,8 @@ def _last_auth(client: TestClient) -> Any:
 def test_write_with_shared_token_succeeds(guarded: TestClient, route: tuple[str, str]) -> None:
     response = _call(guarded, route, WRITES[route], SHARED_TOKEN)
     assert 200 <= response.status_code < 300, response.text
+    if route in NO_TRANSACTION:
+        return
     assert _last_auth(guarded) == {
         "principal": SHARED_PRINCIPAL,
         "credential_id": None,
@@ -183,6 +221,8 @@ def test_write_with_shared_token_succeeds(guarded: TestClient, route: tuple[str,
 def test_write_with_named_token_records_the_principal(guarded: TestClient, route: tuple[str, str]) -> None:
     response = _call(guarded, route, WRITES[route], NAMED_TOKEN)
     assert 200 <= response.status_code < 300, response.text
+    if route in NO_TRANSACTION:
+        return
     assert _last_auth(guarded) == {
         "principal": "ingest-bot",
         "credential_id": "ingest-2026",
@@ -194,6 +234,8 @@ def test_write_with_named_token_records_the_principal(guarded: TestClient, route
 def test_write_with_token_file_credential(guarded: TestClient, route: tuple[str, str]) -> None:
     response = _call(guarded, route, WRITES[route], FILE_TOKEN)
     assert 200 <= response.status_code < 300, response.text
+    if route in NO_TRANSACTION:
+        return
     assert _last_auth(guarded) == {
         "principal": "file-bot",
         "credential_id": "file-bot",
@@ -217,7 +259,8 @@ def test_writes_are_open_without_configured_credentials(tmp_path: Path, route: t
     with _client(tmp_path) as client:
         response = _call(client, route, WRITES[route], "anything-at-all-00000000")
         assert 200 <= response.status_code < 300, response.text
-        assert _last_auth(client) is None  # no credential is configured, so none is verified
+        if route not in NO_TRANSACTION:
+            assert _last_auth(client) is None  # no credential is configured, so none is verified
 
 
 @pytest.mark.parametrize("route", sorted(READS), ids=lambda r: f"{r[0]} {r[1]}")

@@ -17,7 +17,7 @@ from quipu.errors import RdfParseError
 from quipu.store import values
 from quipu.store.statements import Obj, Statement, StatementBatch
 
-_OX_FORMATS: Final = {
+OX_FORMATS: Final = {  # our format names -> pyoxigraph's parsers
     "turtle": ox.RdfFormat.TURTLE,
     "nt": ox.RdfFormat.N_TRIPLES,
     "nq": ox.RdfFormat.N_QUADS,
@@ -88,7 +88,7 @@ def parse_document(
     add_iri = iris.add
     NamedNode, BlankNode = ox.NamedNode, ox.BlankNode  # noqa: N806 - local aliases for the hot loop
     try:
-        for quad in ox.parse(data, format=_OX_FORMATS[fmt], base_iri=base_iri):
+        for quad in ox.parse(data, format=OX_FORMATS[fmt], base_iri=base_iri):
             s, p, o, g = quad.subject, quad.predicate, quad.object, quad.graph_name
             if type(s) is NamedNode:
                 s_key = s.value

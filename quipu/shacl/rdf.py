@@ -11,15 +11,7 @@ from rdflib import BNode, Graph, Literal, URIRef
 from rdflib.term import Node
 
 from quipu.errors import RdfParseError
-
-_OX_FORMATS = {
-    "turtle": ox.RdfFormat.TURTLE,
-    "nt": ox.RdfFormat.N_TRIPLES,
-    "nq": ox.RdfFormat.N_QUADS,
-    "trig": ox.RdfFormat.TRIG,
-    "jsonld": ox.RdfFormat.JSON_LD,
-    "rdfxml": ox.RdfFormat.RDF_XML,
-}
+from quipu.rdfio.parse import OX_FORMATS
 
 
 def term(value: object) -> Node:
@@ -38,7 +30,7 @@ def parse_graph(data: bytes, fmt: str = "turtle", base_iri: str | None = None) -
     """Every statement of the document (all graphs of a quad format, flattened)."""
     graph = Graph(bind_namespaces="none")
     try:
-        parser = ox.parse(data, format=_OX_FORMATS[fmt], base_iri=base_iri)
+        parser = ox.parse(data, format=OX_FORMATS[fmt], base_iri=base_iri)
         for quad in parser:
             graph.add((term(quad.subject), term(quad.predicate), term(quad.object)))
         prefixes = getattr(parser, "prefixes", {}) or {}

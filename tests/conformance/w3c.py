@@ -25,7 +25,7 @@ import math
 import os
 import tomllib
 from collections import Counter
-from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
@@ -798,3 +798,11 @@ def require_suite(manifest: Path | None, message: str) -> None:
 def known_failures(path: Path) -> dict[str, str]:
     """The ``[failures]`` table of a known-failures file: test id -> reason."""
     return dict(tomllib.loads(path.read_text(encoding="utf-8"))["failures"])
+
+
+def check_known_failures(known: Mapping[str, str], suite_ids: Iterable[str], file_name: str) -> None:
+    """Every known failure names a test of the suite and gives its reason."""
+    unknown = sorted(set(known) - set(suite_ids))
+    assert not unknown, f"{file_name} lists ids that are not suite tests: {unknown}"
+    blank = sorted(k for k, reason in known.items() if not reason.strip())
+    assert not blank, f"known failures need a reason: {blank}"

@@ -8,9 +8,9 @@ from quipu.errors import MissingField
 from quipu.identity import Authenticated
 from quipu.rdfio.formats import input_format
 from quipu.rdfio.parse import parse_document
-from quipu.shacl import gate
-from quipu.store.database import Database
-from quipu.store.schema import ROOT, ROOT_IRI
+from quipu.shacl import gate, registry
+from quipu.store.database import Database, WriteContext
+from quipu.store.schema import ROOT_IRI
 from quipu.store.snapshots import replace_snapshot as replace_snapshot_in
 from quipu.store.statements import gc_paused
 from quipu.store.writes import KnotResult, Progress, assert_statements, check_target_graph
@@ -43,8 +43,9 @@ def knot(
     (DM §8) and ``source`` is ignored.
 
     Order of refusals (tools-core §3.1): unknown format, malformed ``valid_from``, a
-    replacement without a key, an unknown or unwritable graph, the vocabulary and SHACL gates
-    (stored shape sets plus ``shapes``, DM §12 steps 3-4), then syntax and literal errors.
+    replacement without a key, an unknown or unwritable graph, malformed request shapes, syntax
+    and literal errors, then (inside the write transaction, before anything is interned) the
+    vocabulary and SHACL gates over the stored shape sets plus ``shapes`` (DM §12 steps 3-4).
     Graphs a multi-graph document names are checked inside the write, before any interning.
     """
     fmt = input_format(format)
@@ -57,9 +58,14 @@ def knot(
     check_target_graph(db, graph)
     ts = times.normalise_timestamp(timestamp)
     raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
-    gate.check_write(
-        db, raw, fmt=fmt, target=target_graph_id(db, graph), request_shapes=shapes, base_iri=base_iri
-    )
+    if shapes is not None and shapes.strip():
+        registry.parse_shapes(shapes, "shapes")  # bad request shapes: 400 before any parsing
+
+    def gates(ctx: WriteContext, target: int) -> None:
+        gate.check_write(
+            db, raw, fmt=fmt, target=target, request_shapes=shapes, base_iri=base_iri, conn=ctx.conn
+        )
+
     target_iri = graph if graph else ROOT_IRI
     with gc_paused(len(raw) > _LARGE_DOCUMENT):
         batch = parse_document(
@@ -77,6 +83,7 @@ def knot(
             actor=actor,
             graph=graph,
             auth=auth,
+            check=gates,
         )
     return assert_statements(
         db,
@@ -88,12 +95,5 @@ def knot(
         graph=graph,
         progress=progress,
         auth=auth,
+        check=gates,
     )
-
-
-def target_graph_id(db: Database, graph: str | None) -> int:
-    """The id of an already checked destination graph (ROOT for none)."""
-    if graph is None or graph == "" or graph == ROOT_IRI:
-        return ROOT
-    with db.read() as conn:
-        return db.terms.lookup(conn, (graph,))[graph]

@@ -3,8 +3,8 @@
 A write is validated as a *delta*: the payload's own statements, plus the ``rdf:type`` facts the
 store holds (destination graph and ROOT, current state) for the IRIs the payload mentions, plus
 the ``rdfs:subClassOf`` axioms of the shapes. Never the whole store: the cost follows the
-payload, not the store size. Both gates run from a read snapshot before the write transaction
-opens, so a refusal writes nothing.
+payload, not the store size. Both gates run inside the write's own transaction, before anything
+is interned or written, so a refusal rolls back to nothing and the context is what the write sees.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rdflib import RDF, Graph, URIRef
-from sqlalchemy import select
+from sqlalchemy import Connection, select
 
 from quipu.errors import InvalidField, MissingField, ShaclViolation, WriteRefused
 from quipu.rdfio.formats import input_format
@@ -40,28 +40,31 @@ def referenced_iris(graph: Graph) -> set[str]:
     return out
 
 
-def add_store_types(db: Database, graph: Graph, target: int, into: Graph | None = None) -> int:
+def add_store_types(
+    db: Database, graph: Graph, target: int, into: Graph | None = None, conn: Connection | None = None
+) -> int:
     """Add the current ``rdf:type`` facts of the referenced nodes in ``target`` and ROOT to
-    ``into`` (default: ``graph``); returns how many were added."""
+    ``into`` (default: ``graph``); returns how many were added. ``conn`` is the snapshot to read
+    (the write's own transaction for a gate), else a fresh read."""
     into = graph if into is None else into
+    if conn is None:
+        with db.read() as fresh:
+            return add_store_types(db, graph, target, into, fresh)
     wanted = sorted(referenced_iris(graph))
     added = 0
-    with db.read() as conn:
-        ids = db.terms.lookup(conn, [values.RDF + "type", *wanted])
-        type_id = ids.pop(values.RDF + "type", None)
-        if type_id is None or not ids:
-            return 0
-        view = TemporalView(graphs=frozenset({ROOT, target}))
-        entity_ids = sorted(set(ids.values()))
-        c = facts.c
-        rows: list[tuple[int, bytes]] = []
-        for i in range(0, len(entity_ids), _CHUNK):
-            query = select(c.e, c.v).where(
-                view.where(facts), c.a == type_id, c.e.in_(entity_ids[i : i + _CHUNK])
-            )
-            rows += [(int(r.e), bytes(r.v)) for r in conn.execute(query)]
-        class_ids = {values.ref_id(v) for _e, v in rows} - {None}
-        iris = db.terms.iris(conn, [*ids.values(), *(i for i in class_ids if i is not None)])
+    ids = db.terms.lookup(conn, [values.RDF + "type", *wanted])
+    type_id = ids.pop(values.RDF + "type", None)
+    if type_id is None or not ids:
+        return 0
+    view = TemporalView(graphs=frozenset({ROOT, target}))
+    entity_ids = sorted(set(ids.values()))
+    c = facts.c
+    rows: list[tuple[int, bytes]] = []
+    for i in range(0, len(entity_ids), _CHUNK):
+        query = select(c.e, c.v).where(view.where(facts), c.a == type_id, c.e.in_(entity_ids[i : i + _CHUNK]))
+        rows += [(int(r.e), bytes(r.v)) for r in conn.execute(query)]
+    class_ids = {values.ref_id(v) for _e, v in rows} - {None}
+    iris = db.terms.iris(conn, [*ids.values(), *(i for i in class_ids if i is not None)])
     for e, v in rows:
         cid = values.ref_id(v)
         if cid is None:
@@ -96,12 +99,14 @@ def check_vocabulary(payload: Graph, sanctioned: frozenset[str]) -> None:
         )
 
 
-def gate_report(db: Database, payload: Graph, bundle: registry.Bundle, target: int) -> Report:
+def gate_report(
+    db: Database, payload: Graph, bundle: registry.Bundle, target: int, conn: Connection | None = None
+) -> Report:
     """Validate the delta of a write against a bundle; "emit" shapes never appear as issues."""
     data = Graph(bind_namespaces="none")
     for triple in payload:
         data.add(triple)
-    add_store_types(db, payload, target, into=data)
+    add_store_types(db, payload, target, into=data, conn=conn)
     add_class_axioms(bundle, data)
     return validate(data, bundle.graph, skip_shapes=bundle.emit)
 
@@ -115,24 +120,32 @@ def check_write(
     request_shapes: str | None = None,
     base_iri: str | None = None,
     stored: Sequence[registry.ShapeSet] | None = None,
+    conn: Connection | None = None,
 ) -> None:
     """Both gates for one write; returns when it may proceed.
 
-    Inactive (and free) with no stored shape sets and no request shapes. The vocabulary gate
-    needs a stored set (rule 6); request shapes join the stored ones for SHACL (rule 5). Only
-    Violation-severity results refuse **[designed here]**: warnings and infos never block.
+    Inactive (and nearly free: one indexed lookup) with no stored shape sets and no request
+    shapes. The vocabulary gate needs a stored set (rule 6); request shapes join the stored ones
+    for SHACL (rule 5). Only Violation-severity results refuse **[designed here]**: warnings and
+    infos never block. ``conn`` is the write's own transaction, so the shapes and the store types
+    the gate reads are the ones the write commits against.
     """
     extra = request_shapes if request_shapes is not None and request_shapes.strip() else None
     if extra is not None:
         registry.parse_shapes(extra, "shapes")  # bad request shapes: 400 before anything else
-    sets = registry.current(db) if stored is None else list(stored)
+    if stored is not None:
+        sets = list(stored)
+    elif conn is not None:
+        sets = registry.open_sets(conn)
+    else:
+        sets = registry.current(db)
     if not sets and extra is None:
         return
     payload = payload_graph(data, fmt, base_iri)
     if sets:
         check_vocabulary(payload, registry.bundle(s.turtle for s in sets).vocabulary)
     bundle = registry.bundle([*(s.turtle for s in sets), *([extra] if extra else [])])
-    report = gate_report(db, payload, bundle, target)
+    report = gate_report(db, payload, bundle, target, conn)
     if report.count("Violation"):
         body = report.as_json()
         body["hint"] = HINT

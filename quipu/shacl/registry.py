@@ -148,10 +148,36 @@ def _row(row: object) -> ShapeSet:
     )
 
 
+_c = shapes_table.c
+_OPEN_NOW = (
+    select(_c.name, _c.turtle, _c.prefixes, _c.loaded_at, _c.valid_from, _c.valid_to)
+    .where(_c.valid_to.is_(None))
+    .order_by(_c.name, _c.valid_from)
+)
+_open_now_sql: dict[str, str] = {}  # compiled once per backend
+
+
+def _open_now(conn: Connection) -> list[ShapeSet]:
+    """The open versions, straight on the driver: every write's gate asks, usually for nothing."""
+    sql = _open_now_sql.get(conn.dialect.name)
+    if sql is None:
+        sql = _open_now_sql[conn.dialect.name] = str(_OPEN_NOW.compile(dialect=conn.dialect))
+    cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    cursor.execute(sql)
+    latest: dict[str, ShapeSet] = {}
+    for name, turtle, prefixes, loaded_at, valid_from, valid_to in cursor.fetchall():
+        latest[str(name)] = ShapeSet(
+            str(name), str(turtle), json.loads(prefixes), str(loaded_at), str(valid_from), valid_to
+        )
+    return [latest[name] for name in sorted(latest)]
+
+
 def open_sets(
     conn: Connection, *, valid_at: str | None = None, as_of_tx: int | None = None
 ) -> list[ShapeSet]:
     """Versions open at the point asked (now by default), by name."""
+    if valid_at is None and as_of_tx is None:
+        return _open_now(conn)
     c = shapes_table.c
     cond: list[ColumnElement[bool]] = []
     if valid_at is None and as_of_tx is None:

@@ -15,6 +15,7 @@ from quipu.store.ownership import plan_source
 from quipu.store.statements import StatementBatch
 from quipu.store.writes import (
     KnotResult,
+    WriteCheck,
     assert_rows,
     close_claims,
     grouped_rows,
@@ -40,6 +41,7 @@ def replace_snapshot(
     actor: str | None = None,
     graph: str | None = None,
     auth: Authenticated | None = None,
+    check: WriteCheck | None = None,
 ) -> KnotResult:
     """Replace everything ``snapshot:<key>`` owns live in ``graph`` (ROOT by default) by ``batch``.
 
@@ -56,6 +58,8 @@ def replace_snapshot(
     source = snapshot_source(key)
     with db.write(auth) as ctx:
         g = resolve_target_graph(db, ctx, graph)
+        if check is not None:
+            check(ctx, g)
         ids = db.terms.intern(ctx, batch.iris)
         new = grouped_rows(batch.statements, ids, {None: g}).get(g, {})
         old = plan_source(db, ctx, g, source)

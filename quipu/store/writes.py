@@ -53,6 +53,8 @@ _BULK_ROWS = 10_000  # batches above this size may take the empty-graph fast pat
 
 # progress(phase, done, total): coarse reports for long ingests (the CLI draws a bar).
 Progress = Callable[[str, int, int], None]
+# check(ctx, destination graph id): a gate run inside the write; raising refuses it (rolled back).
+WriteCheck = Callable[["WriteContext", int], None]
 
 
 def _silent(phase: str, done: int, total: int) -> None:
@@ -406,6 +408,7 @@ def assert_statements(
     graph: str | None = None,
     progress: Progress | None = None,
     auth: Authenticated | None = None,
+    check: WriteCheck | None = None,
 ) -> KnotResult:
     """Assert a parsed batch in append mode: one transaction per destination graph (DM §3.6),
     ROOT first then ascending graph id, all inside one database transaction.
@@ -417,6 +420,8 @@ def assert_statements(
     report = progress or _silent
     with db.write(auth) as ctx:
         target = resolve_target_graph(db, ctx, graph)
+        if check is not None:  # gates, inside the transaction and before anything is interned
+            check(ctx, target)
         graph_of: dict[str | None, int] = {None: target}
         for name in sorted(batch.graphs):
             graph_of[name] = resolve_target_graph(db, ctx, name)

@@ -12,6 +12,7 @@ from rdflib.term import Node
 from quipu import times
 from quipu.config import Settings
 from quipu.episodes import build as episode_build
+from quipu.episodes import gate as episode_gate
 from quipu.episodes import ingest as episode_ingest
 from quipu.episodes import retract as episode_retract
 from quipu.identity import Authenticated
@@ -42,6 +43,7 @@ class KnowledgeBase:
         query_timeout_ms: int | None = None,
         max_join_rows: int | None = None,
         base_ns: str = DEFAULT_BASE_NS,
+        validate_on_write: bool = False,
     ) -> None:
         self.db = Database(
             location, SqliteTuning(synchronous=synchronous, cache_mb=cache_mb), readers=readers
@@ -53,6 +55,7 @@ class KnowledgeBase:
         self.max_join_rows = budgets.limit("max_join_rows", max_join_rows)
         self._stats = reads.StatsCache()
         self.base_ns = base_ns  # episode IRIs are minted under it (DM §9.1)
+        self.validate_on_write = validate_on_write  # stored shapes SHACL-gate episodes (§3.4)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> KnowledgeBase:
@@ -67,6 +70,7 @@ class KnowledgeBase:
             query_timeout_ms=search.query_timeout_ms,
             max_join_rows=search.max_join_rows,
             base_ns=settings.base_ns,
+            validate_on_write=settings.shacl.validate_on_write,
         )
 
     # -- writes ------------------------------------------------------------------------------
@@ -200,13 +204,16 @@ class KnowledgeBase:
         valid_from: str | None = None,
         base_ns: str | None = None,
         gates: tuple[episode_ingest.Gate, ...] = (),
+        shapes: str | None = None,
         auth: Authenticated | None = None,
     ) -> episode_ingest.EpisodeResult:
         """Write an episode (nodes and edges with provenance) under source ``episode:<name>``.
 
         An identical episode (same name and content hash) is ``unchanged`` and writes nothing.
         ``valid_from`` back-dates the facts' valid time (local callers only: the REST route never
-        passes one); ``gates`` refuse the write before the idempotency check (SHACL, vocabulary).
+        passes one); ``gates`` refuse the write before the idempotency check. The vocabulary and
+        SHACL gate always runs first: request ``shapes`` and, with ``validate_on_write``, the stored
+        shape sets; a SHACL failure raises ``EpisodeShaclViolation`` (400) and writes nothing.
         """
         parsed = episode_build.parse_episode(
             name,
@@ -217,6 +224,9 @@ class KnowledgeBase:
             edges=edges,
             replace_snapshot=replace_snapshot,
         )
+        shacl = episode_gate.episode_gate(
+            self.db, request_shapes=shapes, validate_on_write=self.validate_on_write
+        )
         return episode_ingest.ingest(
             self.db,
             parsed,
@@ -224,7 +234,7 @@ class KnowledgeBase:
             graph=graph,
             valid_from=times.normalise_valid_from(valid_from, "timestamp") if valid_from else None,
             auth=auth,
-            gates=gates,
+            gates=(shacl, *gates),
         )
 
     def episodes_complete(

@@ -101,6 +101,10 @@ class McpSettings(_Section):
     allowed_hosts: list[str] = []  # beyond loopback and server.host; "name:*" allows any port
 
 
+class ShaclSettings(_Section):
+    validate_on_write: bool = False  # stored shape sets gate episode writes (tools-core §3.4)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="QUIPU_", env_nested_delimiter="__", extra="forbid")
 
@@ -108,6 +112,7 @@ class Settings(BaseSettings):
     server: ServerSettings = ServerSettings()
     search: SearchSettings = SearchSettings()
     mcp: McpSettings = McpSettings()
+    shacl: ShaclSettings = ShaclSettings()
     base_ns: str = "http://aegis.gastown.local/ontology/"
 
     @classmethod

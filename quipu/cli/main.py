@@ -180,6 +180,93 @@ def knot(
 
 app.command("load", help="Alias of knot.")(knot)
 
+EPISODE_KEYS = (
+    "name",
+    "episode_body",
+    "source",
+    "group_id",
+    "nodes",
+    "edges",
+    "graph",
+    "shapes",
+    "replace_snapshot",
+)
+
+
+def _episode_document(text: str) -> dict[str, Any]:
+    """The JSON object of ``quipu episode``: the fields of ``POST /episode``; others are refused."""
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidField(f"invalid episode JSON: {exc}", field="FILE") from None
+    if not isinstance(doc, dict):
+        raise InvalidField("invalid episode JSON: the document must be an object", field="FILE")
+    unknown = sorted(set(doc) - set(EPISODE_KEYS))
+    if unknown:  # a silently dropped key (a misspelt 'nodes') would write a different episode
+        raise InvalidField(
+            f"invalid episode JSON: unknown field(s) {', '.join(unknown)}; known: {', '.join(EPISODE_KEYS)}",
+            field=unknown[0],
+        )
+    for key in ("graph", "shapes"):
+        if doc.get(key) is not None and not isinstance(doc[key], str):
+            raise InvalidField(f"invalid episode JSON: '{key}' must be a string", field=key)
+    return doc
+
+
+@app.command("episode")
+def episode(
+    file: Annotated[str, typer.Argument(help="episode JSON (the body of POST /episode), or - for stdin")],
+    timestamp: Annotated[
+        str | None, typer.Option("--timestamp", help="valid time of the facts (RFC 3339); default now")
+    ] = None,
+    shapes: Annotated[
+        str | None, typer.Option("--shapes", help="extra SHACL Turtle file gating this episode")
+    ] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Write an episode: named nodes and relation edges with provenance, idempotent by content.
+
+    Request shapes (--shapes or the document's "shapes") and, with shacl.validate_on_write, the
+    stored shape sets gate the episode: on a SHACL violation the report is printed on stdout,
+    nothing is written and the exit status is 2.
+    """
+    from quipu.errors import ShaclViolation
+
+    with _refusals():  # check the input before the store file is created or opened
+        if file == "-":
+            text = sys.stdin.read()
+        elif Path(file).is_file():
+            text = Path(file).read_text(encoding="utf-8")
+        else:
+            raise InvalidField(f"input file not found: {file}", field="FILE")
+        doc = _episode_document(text)
+        extra = _read_text(shapes, "--shapes") if shapes is not None else None
+        inline = doc.get("shapes")
+        if extra is not None and inline is not None and inline.strip():
+            extra = inline + "\n" + extra  # both gate: Turtle documents concatenate
+        elif extra is None:
+            extra = inline
+    name: Any = doc.get("name")  # parse_episode refuses a missing or non-string name
+    with _store(db, config) as kb:
+        try:
+            result = kb.episode(
+                name,
+                episode_body=doc.get("episode_body"),
+                source=doc.get("source"),
+                group_id=doc.get("group_id"),
+                nodes=doc.get("nodes"),
+                edges=doc.get("edges"),
+                graph=doc.get("graph"),
+                replace_snapshot=doc.get("replace_snapshot", False),
+                valid_from=timestamp,
+                shapes=extra,
+            )
+        except ShaclViolation as refused:
+            _emit(refused.report)
+            raise
+    _emit(result.as_json())
+
 
 def _read_text(path: str, flag: str) -> str:
     """A UTF-8 file named on the command line (``-`` is stdin)."""

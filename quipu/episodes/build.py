@@ -198,8 +198,10 @@ def _confidence(value: Any) -> bytes | None:
 
 def _literal(value: bytes) -> Literal:
     d = values.decode(value)
-    if d.kind == "str":
-        return Literal(d.lexical)
+    if d.kind == "lang":
+        return Literal(d.lexical, lang=d.lang)
+    # xsd:string spelled out, as the shapes' own literals are parsed (shacl.rdf.term): rdflib
+    # tells a plain literal from an xsd:string one, so sh:in / sh:hasValue would never match.
     return Literal(d.lexical, datatype=URIRef(d.datatype or values.XSD_STRING), normalize=False)
 
 

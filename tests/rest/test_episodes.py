@@ -85,11 +85,79 @@ def test_rule2_the_same_knowledge_under_another_name_is_created(client: TestClie
     assert episode(client, name="e2")["outcome"] == "created"
 
 
+SHAPES = f"""
+@prefix sh: <http://www.w3.org/ns/shacl#> .
+@prefix o: <{NS}> .
+o:ServiceShape a sh:NodeShape ; sh:targetClass o:Service ;
+    sh:property [ sh:path o:tier ; sh:minCount 1 ; sh:in ("gold" "silver") ] .
+o:DatabaseShape a sh:NodeShape ; sh:targetClass o:Database .
+"""
+GOLD = [
+    {"name": "svc", "type": "Service", "properties": {"tier": "gold"}},
+    {"name": "db", "type": "Database"},
+]
+BRONZE = [
+    {"name": "svc", "type": "Service", "properties": {"tier": "bronze"}},
+    {"name": "db", "type": "Database"},
+]
+
+
 def test_rule3_gates_run_before_the_idempotency_check(client: TestClient) -> None:
     episode(client)
-    # Inline shapes cannot be checked in this build: the stored episode is refused, not unchanged.
-    body = refused_write(client, "/episode", field="shapes", json={**EPISODE, "shapes": "@prefix sh: <x> ."})
-    assert body["reason"] == "unsupported_field"
+    # The stored episode, now gated by shapes it breaks: refused, not "unchanged".
+    body = refused_write(client, "/episode", json={**EPISODE, "shapes": SHAPES})
+    assert body["reason"] == "shacl_violation"
+
+
+def test_request_shapes_refuse_an_invalid_episode_with_400_and_the_issues(client: TestClient) -> None:
+    body = refused_write(client, "/episode", json={**EPISODE, "nodes": BRONZE, "shapes": SHAPES})
+    assert (body["reason"], body["conforms"], body["violations"]) == ("shacl_violation", False, 1)
+    (issue,) = body["issues"]
+    assert (issue["focus_node"], issue["path"], issue["allowed"]) == (
+        NS + "svc",
+        NS + "tier",
+        ["gold", "silver"],
+    )
+    assert "hint" in body
+
+
+def test_request_shapes_let_a_valid_episode_through(client: TestClient) -> None:
+    assert episode(client, nodes=GOLD, shapes=SHAPES)["outcome"] == "created"
+
+
+def test_request_shapes_that_do_not_parse_are_a_400_on_shapes(client: TestClient) -> None:
+    refused_write(client, "/episode", field="shapes", json={**EPISODE, "shapes": "@prefix sh: <x> ."})
+
+
+def test_stored_shapes_gate_episodes_only_with_validate_on_write(tmp_path: Path) -> None:
+    (tmp_path / "on").mkdir()
+    (tmp_path / "off").mkdir()
+    with serve(tmp_path / "on", shacl={"validate_on_write": True}) as on:
+        kb_of(on).load_shapes("services", SHAPES)
+        body = refused_write(on, "/episode", json={**EPISODE, "nodes": BRONZE})
+        assert body["reason"] == "shacl_violation"
+        assert episode(on, nodes=GOLD)["outcome"] == "created"
+    with serve(tmp_path / "off") as off:
+        kb_of(off).load_shapes("services", SHAPES)
+        assert episode(off, nodes=BRONZE)["outcome"] == "created"
+
+
+def test_stored_shapes_refuse_an_unsanctioned_node_type_on_episodes(client: TestClient) -> None:
+    kb_of(client).load_shapes("services", SHAPES)
+    nodes = [*GOLD, {"name": "c", "type": "Cache"}]
+    body = refused_write(client, "/episode", json={**EPISODE, "nodes": nodes})
+    assert (body["reason"], body["unknown_types"]) == ("unknown_type", [NS + "Cache"])
+
+
+def test_stored_shapes_gate_episodes_complete_with_validate_on_write(tmp_path: Path) -> None:
+    required = f"""@prefix sh: <http://www.w3.org/ns/shacl#> .
+<{NS}ActivityShape> a sh:NodeShape ; sh:targetClass <{PROV}Activity> ;
+    sh:property [ sh:path <{NS}groupId> ; sh:minCount 1 ] ."""
+    with serve(tmp_path, shacl={"validate_on_write": True}) as c:
+        kb_of(c).load_shapes("activities", required)
+        body = refused_write(c, "/episodes/complete", json={"name": "flat"})
+        assert body["reason"] == "shacl_violation"
+        assert post(c, "/episodes/complete", {"name": "flat", "group_id": "g"})["outcome"] == "created"
 
 
 def test_rule4_a_caller_timestamp_is_ignored_and_reported(client: TestClient) -> None:

@@ -1,7 +1,9 @@
 """Episode routes: /episode, /episodes/complete and /episode/retract (tools-core §3.4, §3.5, §3.8).
 
-All three are Annotating. A ``timestamp`` sent to /episode is not a field of it: it is ignored
-and reported, so a caller cannot back-date an episode (rule 4).
+All three are Annotating. A SHACL failure (request ``shapes``, or the stored sets with
+``shacl.validate_on_write``) is a 400 ``shacl_violation`` whose body carries the issues. A
+``timestamp`` sent to /episode is not a field of it: it is ignored and reported, so a caller
+cannot back-date an episode (rule 4).
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ from fastapi import APIRouter
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from quipu.episodes.retract import episode_name, orphan_policy
-from quipu.errors import InvalidField
 from quipu.rest.deps import AuthDep, KbDep, SettingsDep
 from quipu.rest.fields import Annotating
 
@@ -114,21 +115,9 @@ class RetractEpisodeResponse(BaseModel):
 # -- handlers --------------------------------------------------------------------------------
 
 
-def _refuse_shapes(shapes: str | None) -> None:
-    if shapes is not None and shapes.strip():
-        # Silently skipping shapes the caller relies on would let invalid data in.
-        raise InvalidField(
-            "request 'shapes' are not available in this build (the SHACL gate is not part of it "
-            "yet); nothing was written — send the request without 'shapes'",
-            field="shapes",
-            reason="unsupported_field",
-        )
-
-
 @router.post("/episode", response_model=EpisodeResponse, response_model_exclude_unset=True)
 def episode(body: EpisodeRequest, kb: KbDep, settings: SettingsDep, auth: AuthDep) -> dict[str, Any]:
     """Ingest named nodes and relation edges as an episode with provenance, idempotent by content."""
-    _refuse_shapes(body.shapes)
     result = kb.episode(
         body.name,
         episode_body=body.episode_body,
@@ -139,6 +128,7 @@ def episode(body: EpisodeRequest, kb: KbDep, settings: SettingsDep, auth: AuthDe
         graph=body.graph,
         replace_snapshot=body.replace_snapshot,
         base_ns=settings.base_ns,
+        shapes=body.shapes,
         auth=auth,
     )
     return body.annotate(result.as_json())

@@ -53,7 +53,18 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult
 
 from bench.ingest import DATA_DIR, TxResult, dataset, environment, progress, table, version
-from bench.rest import REPO, SUBJECTS, Checks, Row, Server, fmt_ms, lookup_query, report_row, server_stack
+from bench.rest import (
+    REPO,
+    SUBJECTS,
+    Checks,
+    Row,
+    Server,
+    finish,
+    fmt_ms,
+    lookup_query,
+    report_row,
+    server_stack,
+)
 from bench.rest import timed as timed_sync
 from bench.rest import warm as warm_sync
 from bench.sparql import QuipuEngine, quipu_rows
@@ -347,13 +358,9 @@ def main(argv: list[str] | None = None) -> int:
             [False, True, False],
         ),
     ]
-    if not checks.failures:
-        out.append("")
-        out.append("Checks: every call succeeded and every row count equals the in-process count.")
-    print("\n".join(out), flush=True)
-    for failure in checks.failures:
-        print(f"FAILED {failure}", file=sys.stderr)
-    return 1 if checks.failures else 0
+    return finish(
+        out, checks.failures, "Checks: every call succeeded and every row count equals the in-process count."
+    )
 
 
 if __name__ == "__main__":

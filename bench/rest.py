@@ -350,6 +350,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def finish(report: list[str], failures: list[str], passed: str) -> int:
+    """Print the report (with ``passed`` when nothing failed), failures on stderr; the exit status."""
+    lines = [*report, "", passed] if not failures else report
+    print("\n".join(lines), flush=True)
+    for failure in failures:
+        print(f"FAILED {failure}", file=sys.stderr)
+    return 1 if failures else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     path = dataset(args.triples, args.seed, args.data_dir)
@@ -467,15 +476,11 @@ def main(argv: list[str] | None = None) -> int:
             [False, True, False],
         ),
     ]
-    if not checks.failures:
-        out.append("")
-        out.append(
-            "Checks: every response was 200, HTTP row counts equal the in-process counts, tx ids unique."
-        )
-    print("\n".join(out), flush=True)
-    for failure in checks.failures:
-        print(f"FAILED {failure}", file=sys.stderr)
-    return 1 if checks.failures else 0
+    return finish(
+        out,
+        checks.failures,
+        "Checks: every response was 200, HTTP row counts equal the in-process counts, tx ids unique.",
+    )
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ from typing import Any, Final
 
 from bench.episodes import _EDGES, _KINDS, _STATUS, _WORDS, HOT_SHARE
 from bench.ingest import DATA_DIR, LARGE, TxResult, dataset, environment, progress, table, verdict
-from bench.rest import fmt_ms, timed, warm
+from bench.rest import finish, fmt_ms, timed, warm
 from bench.sparql import QuipuEngine
 
 RATE_TARGET: Final = 2_000  # durable episodes per second without shapes
@@ -346,13 +346,11 @@ def main(argv: list[str] | None = None) -> int:
             [False, True, False],
         ),
     ]
-    if not checks.failures:
-        out.append("")
-        out.append("Checks: every write committed a new transaction; the gate refused the invalid episode.")
-    print("\n".join(out), flush=True)
-    for failure in checks.failures[:20]:
-        print(f"FAILED {failure}", file=sys.stderr)
-    return 1 if checks.failures else 0
+    return finish(
+        out,
+        checks.failures[:20],
+        "Checks: every write committed a new transaction; the gate refused the invalid episode.",
+    )
 
 
 if __name__ == "__main__":

@@ -92,9 +92,9 @@ def test_fixture_is_at_revision_1() -> None:
 
 
 def test_opening_rev1_upgrades_to_head(upgraded: KnowledgeBase, rev1_copy: Path) -> None:
-    assert head_revision() == "0004"
-    assert upgraded.db.schema_revision() == "0004"
-    assert _raw(rev1_copy, "SELECT version_num FROM alembic_version") == [("0004",)]
+    assert head_revision() == "0005"
+    assert upgraded.db.schema_revision() == "0005"
+    assert _raw(rev1_copy, "SELECT version_num FROM alembic_version") == [("0005",)]
     columns = {row[1] for row in _raw(rev1_copy, "PRAGMA table_info(facts)")}
     assert "v_num" in columns
     assert "dup" in columns
@@ -337,11 +337,15 @@ def test_dup_backfill_marks_all_live_claims_but_the_oldest(tmp_path: Path) -> No
     conn = sqlite3.connect(path)
     conn.execute("ALTER TABLE facts DROP COLUMN dup")
     conn.execute("DROP TABLE shapes")  # revision 4
+    for table in ("events", "schema_terms", "snapshot_upload_parts", "snapshot_uploads"):  # revision 5
+        conn.execute(f"DROP TABLE {table}")
+    conn.execute("DROP TABLE snapshot_promotions")
+    conn.execute("DROP TABLE proposals")
     conn.execute("UPDATE alembic_version SET version_num = '0002'")
     conn.commit()
     conn.close()
     with quipu.open(str(path)) as kb:
-        assert kb.db.schema_revision() == "0004"
+        assert kb.db.schema_revision() == "0005"
         rows = kb.query("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }")
         assert isinstance(rows, list) and str(rows[0]["n"]) == "2"
     assert _raw(path, "SELECT id, dup FROM facts ORDER BY id") == expected

@@ -126,3 +126,98 @@ shapes = Table(
     Column("closed_tx", BigInteger),  # the same when it closed [designed here]
     Index("ix_shapes_name_open", "name", "valid_to"),
 )
+
+# Revision 5: the semantic event log (DM §11.1). AUTOINCREMENT: an offset is never reused,
+# even after the newest event of a rolled-back or pruned range.
+events = Table(
+    "events",
+    metadata,
+    Column("event_offset", ID, primary_key=True, autoincrement=True),
+    Column("type", Text, nullable=False),
+    Column("ts", Text, nullable=False),
+    Column("subject", Text),
+    Column("group_id", Text),
+    Column("tx_id", BigInteger, nullable=False),
+    Column("payload", Text, nullable=False, server_default="{}"),
+    Index("ix_events_type", "type", "event_offset"),
+    Index("ix_events_group", "group_id", "event_offset"),
+    Index("ix_events_ts", "ts"),
+    sqlite_autoincrement=True,
+)
+
+# First appearance of each class and predicate, for type.new / predicate.new.
+schema_terms = Table(
+    "schema_terms",
+    metadata,
+    Column("term", Text, primary_key=True),
+    Column("kind", Text, primary_key=True),
+    Column("first_offset", BigInteger, nullable=False),
+    CheckConstraint("kind IN ('type', 'predicate')", name="ck_schema_terms_kind"),
+)
+
+# Staged snapshot uploads (tools-core §3.2): the manifest fixed by the first part, then the parts.
+snapshot_uploads = Table(
+    "snapshot_uploads",
+    metadata,
+    Column("upload_id", Text, primary_key=True),
+    Column("snapshot", Text, nullable=False),
+    Column("content_hash", Text, nullable=False),
+    Column("total_parts", Integer, nullable=False),
+    Column("total_bytes", BigInteger, nullable=False),
+    Column("timestamp", Text, nullable=False),  # "" when the stage call had none
+    Column("actor", Text),
+    Column("source", Text),
+    Column("graph", Text),
+    Column("created_at", BigInteger, nullable=False),  # epoch seconds
+    Column("expires_at", BigInteger, nullable=False),
+)
+
+snapshot_upload_parts = Table(
+    "snapshot_upload_parts",
+    metadata,
+    Column(
+        "upload_id",
+        Text,
+        ForeignKey("snapshot_uploads.upload_id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("part_number", Integer, primary_key=True),
+    Column("part_hash", Text, nullable=False),
+    Column("byte_count", Integer, nullable=False),
+    Column("payload", LargeBinary, nullable=False),
+)
+
+# A promotion's persisted outcome [designed here]: a poll after a restart still answers.
+snapshot_promotions = Table(
+    "snapshot_promotions",
+    metadata,
+    Column("upload_id", Text, primary_key=True),
+    Column("state", Text, nullable=False),
+    Column("result", Text),  # JSON: the /knot response (or its SHACL refusal body)
+    Column("error", Text),
+    Column("updated_at", Text, nullable=False),
+    Column("expires_at", BigInteger, nullable=False),
+    CheckConstraint("state IN ('running', 'complete', 'failed')", name="ck_promotions_state"),
+)
+
+# Schema-evolution proposals (tools-graphs-governance §7): pending -> accepted | rejected.
+proposals = Table(
+    "proposals",
+    metadata,
+    Column("id", ID, primary_key=True, autoincrement=True),
+    Column("kind", Text, nullable=False),
+    Column("target", Text, nullable=False),
+    Column("diff", Text, nullable=False),
+    Column("rationale", Text),
+    Column("proposer", Text, nullable=False),
+    Column("trigger_ref", Text),
+    Column("status", Text, nullable=False, server_default="pending"),
+    Column("decided_by", Text),
+    Column("decided_at", Text),
+    Column("decision_note", Text),
+    Column("created_at", Text, nullable=False),
+    CheckConstraint("kind IN ('shape', 'ontology', 'class', 'property')", name="ck_proposals_kind"),
+    CheckConstraint("status IN ('pending', 'accepted', 'rejected')", name="ck_proposals_status"),
+    Index("ix_proposals_status", "status", "created_at"),
+    sqlite_autoincrement=True,
+)

@@ -22,7 +22,18 @@ from quipu.errors import ConfigError
 from quipu.rest import problems, route_table
 from quipu.rest.auth import Credentials, guard
 from quipu.rest.middleware import AccessLog, BodyLimit
-from quipu.rest.routers import episodes, query, reads, repair, service, shapes, update, writes
+from quipu.rest.routers import (
+    episodes,
+    proposals,
+    query,
+    reads,
+    repair,
+    service,
+    shapes,
+    update,
+    uploads,
+    writes,
+)
 from quipu.store.database import check_location
 
 
@@ -73,7 +84,10 @@ def create_app(settings: Settings, extensions: Sequence[Extension] = ()) -> Fast
     app.state.settings = settings
     app.state.credentials = Credentials.from_settings(settings.server)
     problems.install(app)
-    routers = [module.router for module in (service, query, reads, writes, update, repair, episodes, shapes)]
+    routers = [
+        module.router
+        for module in (service, query, reads, writes, update, repair, episodes, shapes, uploads, proposals)
+    ]
     for router in routers:
         app.include_router(router)
     # Our routers' own route lists (FastAPI keeps an included router as one opaque entry).

@@ -32,6 +32,7 @@ ROUTES: Final[dict[tuple[str, str], RouteClass]] = {
     ("GET", "/health"): READ,
     ("GET", "/version"): READ,
     ("POST", "/validate"): READ,
+    ("POST", "/proposals"): READ,
     # writes
     ("POST", "/knot"): WRITE,
     ("POST", "/retract"): WRITE,
@@ -42,6 +43,11 @@ ROUTES: Final[dict[tuple[str, str], RouteClass]] = {
     ("POST", "/episode"): WRITE,
     ("POST", "/episodes/complete"): WRITE,
     ("POST", "/episode/retract"): WRITE,
+    ("POST", "/knot/stage"): WRITE,
+    ("POST", "/knot/promote"): WRITE,
+    ("POST", "/propose"): WRITE,
+    ("POST", "/proposal/accept"): WRITE,
+    ("POST", "/proposal/reject"): WRITE,
 }
 
 # Served by FastAPI itself (OpenAPI and its documentation pages): reads.

@@ -20,6 +20,7 @@ from sqlalchemy.pool import StaticPool
 from quipu.errors import ConfigError
 from quipu.identity import Authenticated
 from quipu.store.dialect import Dialect, SqliteDialect, SqliteTuning
+from quipu.store.events import Advisory
 from quipu.store.stage import forget_temp_tables
 from quipu.store.terms import TermDictionary
 
@@ -71,6 +72,7 @@ class WriteContext:
     dialect: Dialect
     pending_terms: dict[str, int] = field(default_factory=dict)
     auth: Authenticated | None = None  # recorded in transaction_auth for every transaction opened
+    advisories: list[Advisory] = field(default_factory=list)  # queued by gates, emitted at commit
 
 
 class Database:

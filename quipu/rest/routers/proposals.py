@@ -1,0 +1,7 @@
+"""placeholder"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+router = APIRouter(tags=["proposals"])

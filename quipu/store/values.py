@@ -95,6 +95,9 @@ def _with_header(tag: int, header: str, lexical: str) -> bytes:
     return bytes([tag]) + struct.pack("<H", len(head)) + head + lexical.encode("utf-8")
 
 
+_BOOLEAN_LEX: Final = {"true": True, "1": True, "false": False, "0": False}
+
+
 def lang_string(lexical: str, lang: str) -> bytes:
     # Tags compare case-insensitively (BCP 47); the parser lower-cases them, so everyone does.
     return _with_header(TAG_LANG, lang.lower(), lexical)
@@ -114,8 +117,10 @@ def literal(lexical: str, datatype: str | None = None, lang: str | None = None) 
         if not _DOUBLE_LEX.fullmatch(lexical):
             raise BadLiteral(f'bad double literal: "{lexical}" is not an xsd:double')
         return double(float(lexical.replace("INF", "inf")))
-    if datatype == XSD_BOOLEAN:
-        return boolean(lexical in ("true", "1"))
+    if datatype == XSD_BOOLEAN and lexical in _BOOLEAN_LEX:
+        return boolean(_BOOLEAN_LEX[lexical])
+    # [changed from DM §2] An ill-formed xsd:boolean is kept verbatim as Typed rather than read
+    # as false: nothing is lost, and SHACL's sh:datatype can still see that it is ill-formed.
     if datatype == XSD + "decimal" or datatype in _INTEGER_TYPES:
         pattern = _INTEGER_LEX if datatype in _INTEGER_TYPES else _DECIMAL_LEX
         if not pattern.fullmatch(lexical):

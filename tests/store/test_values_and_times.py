@@ -208,8 +208,11 @@ def test_literal_mapping() -> None:
     assert values.literal("-INF", values.XSD_DOUBLE) == values.double(float("-inf"))
     for true in ("true", "1"):
         assert values.literal(true, values.XSD_BOOLEAN) == values.boolean(True)
-    for false in ("false", "0", "TRUE", "yes", ""):
+    for false in ("false", "0"):
         assert values.literal(false, values.XSD_BOOLEAN) == values.boolean(False)
+    for ill_formed in ("TRUE", "yes", "", " true"):  # kept verbatim, never silently false
+        kept = values.decode(values.literal(ill_formed, values.XSD_BOOLEAN))
+        assert (kept.kind, kept.lexical, kept.datatype) == ("typed", ill_formed, values.XSD_BOOLEAN)
     # Other numeric types stay Typed with the lexical form verbatim.
     assert values.decode(values.literal("007", XSD + "int")).lexical == "007"
     assert values.decode(values.literal("1.50", XSD + "decimal")).kind == "typed"

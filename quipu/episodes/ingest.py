@@ -19,8 +19,9 @@ from quipu.errors import UnknownGraph, WriteRefused
 from quipu.identity import Authenticated
 from quipu.store import values
 from quipu.store.database import Database, WriteContext
+from quipu.store.events import EpisodeMark, Refusal
 from quipu.store.ownership import plan_source
-from quipu.store.schema import META_IRI, OP_ASSERT, ROOT_IRI, facts
+from quipu.store.schema import META_IRI, OP_ASSERT, ROOT, ROOT_IRI, facts
 from quipu.store.writes import (
     assert_rows,
     close_claims,
@@ -112,8 +113,15 @@ def ingest(
     vf = valid_from or now
     with db.write(auth) as ctx:
         g = destination_graph(db, ctx, graph, episode.source)
-        for gate in gates:
-            gate(ctx, g, built)
+        if gates:
+            where = None if g == ROOT else db.terms.iris(ctx.conn, (g,))[g]
+            refusal = Refusal(
+                "shacl", where, episode.source, episode.tx_source, len(built.batch.statements), now
+            )
+            with ctx.gate(refusal):
+                for gate in gates:
+                    gate(ctx, g, built)
+        ctx.episode = EpisodeMark(episode.name, built.activity, episode.group_id)
         previous = stored_hash(db, ctx, g, built, base_ns)
         if previous == built.content_hash:
             return EpisodeResult(0, 0, "unchanged", episode.name, built.activity)

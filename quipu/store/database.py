@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from alembic import command
 from alembic.config import Config
@@ -17,12 +18,15 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
-from quipu.errors import ConfigError
+from quipu.errors import ConfigError, WriteRefused
 from quipu.identity import Authenticated
 from quipu.store.dialect import Dialect, SqliteDialect, SqliteTuning
-from quipu.store.events import Advisory
+from quipu.store.events import EpisodeMark, QueuedEvent, Refusal, emit, record_refusal
 from quipu.store.stage import forget_temp_tables
 from quipu.store.terms import TermDictionary
+
+if TYPE_CHECKING:
+    from quipu.store.writes import TxInfo
 
 
 def migrations_dir() -> Path:
@@ -72,7 +76,18 @@ class WriteContext:
     dialect: Dialect
     pending_terms: dict[str, int] = field(default_factory=dict)
     auth: Authenticated | None = None  # recorded in transaction_auth for every transaction opened
-    advisories: list[Advisory] = field(default_factory=list)  # queued by gates, emitted at commit
+    advisories: list[QueuedEvent] = field(default_factory=list)  # queued by gates, emitted at commit
+    transactions: list[TxInfo] = field(default_factory=list)  # opened here, in order (events)
+    episode: EpisodeMark | None = None  # the episode being written, for episode.ingested
+    refusal: Refusal | None = None  # set while a gate runs: a WriteRefused then is its refusal
+    schema_terms: list[tuple[str, str]] = field(default_factory=list)  # first seen here (events)
+
+    @contextmanager
+    def gate(self, refusal: Refusal) -> Iterator[None]:
+        """Run a write gate: a ``WriteRefused`` it raises is recorded as ``write.refused``."""
+        self.refusal = refusal
+        yield
+        self.refusal = None
 
 
 class Database:
@@ -115,6 +130,8 @@ class Database:
             self.dialect.configure(self.writer, write=True)
             self.dialect.configure(self.reader, write=False)
         self.terms = TermDictionary()
+        # (kind, term) pairs known to be in schema_terms: only ever grows, so never stale.
+        self.schema_terms_seen: set[tuple[str, str]] = set()
         self.upgrade()
         self.dialect.start(None if memory else make_url(url).database)
 
@@ -150,10 +167,15 @@ class Database:
                 with conn.begin():
                     self.dialect.begin_write(conn)
                     yield ctx
-            except BaseException:
+                    if ctx.transactions or ctx.advisories:
+                        emit(self, ctx)
+            except BaseException as exc:
                 forget_temp_tables(conn)
+                if ctx.refusal is not None and isinstance(exc, WriteRefused):
+                    record_refusal(self, conn, ctx.refusal, exc.message)
                 raise
             self.terms.remember(ctx.pending_terms)
+            self.schema_terms_seen.update(ctx.schema_terms)
         self.dialect.after_commit()
 
     @contextmanager

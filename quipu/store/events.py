@@ -1,18 +1,324 @@
-"""The semantic event log (DM §11.1): events written inside the transaction they describe."""
+"""The semantic event log (DM §11.1): events written inside the transaction they describe.
+
+``emit`` runs at the end of every write transaction, before the commit, so offset order is commit
+order and a rolled-back write leaves no event. Only ROOT transactions emit semantic events, and
+only for logical transitions: a claim that made its statement visible (a live claim written with
+``dup = 0``) or a retraction after which no live claim of the statement remains. Ownership-only
+claims and idempotent re-ingests therefore emit nothing.
+
+``record_refusal`` appends ``write.refused`` in a transaction of its own, after the refused write
+rolled back (an event inside it would vanish with it).
+"""
 
 from __future__ import annotations
 
+import json
+import logging
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Connection, Select, bindparam, insert, literal, select, text
+
+from quipu import times
+from quipu.store.schema import ROOT, ROOT_IRI, events, facts, graphs, schema_terms
+
+if TYPE_CHECKING:
+    from quipu.store.database import Database, WriteContext
+
+SCHEMA = "quipu.event/v1"
+RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
+EPISODE_SOURCE = "episode:"
+REASON_LIMIT = 500
+
+log = logging.getLogger("quipu.events")
 
 
 @dataclass(frozen=True)
-class Advisory:
-    """An event a gate queued during validation (``shacl.violation`` from an "emit" shape).
+class QueuedEvent:
+    """An event queued during a write: a gate's advisory (``shacl.violation`` from an "emit"
+    shape) or a registry change (``shapes.loaded``).
 
     Appended after the write's semantic events, in the same transaction; lost with it on rollback.
+    ``ts`` defaults to the write's declared timestamp.
     """
 
     type: str
     subject: str | None
     payload: dict[str, Any] = field(default_factory=dict)
+    ts: str | None = None
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """What a gate is checking, kept on the write context while it runs (``WriteContext.gate``).
+
+    A ``WriteRefused`` raised while it is set is that gate's refusal, recorded as ``write.refused``.
+    """
+
+    gate: str
+    graph: str | None  # the destination graph IRI; None for ROOT
+    actor: str | None
+    source: str | None
+    datums: int  # statements the refused write carried
+    timestamp: str | None = None
+
+
+@dataclass(frozen=True)
+class EpisodeMark:
+    """Set by the episode writer: the activity node and group of the episode being written."""
+
+    name: str
+    activity: str
+    group_id: str | None
+
+
+# Logical transitions of one ROOT transaction, in physical write order (DM §11.1).
+_LOGICAL = """
+    f.tx = :tx AND f.g = 0 AND (
+        (f.op = 1 AND f.dup = 0 AND f.valid_to IS NULL)
+        OR (f.op = 0 AND NOT EXISTS (
+            SELECT 1 FROM facts l
+            WHERE l.g = 0 AND l.e = f.e AND l.a = f.a AND l.vh = f.vh AND l.v = f.v
+              AND l.op = 1 AND l.valid_to IS NULL)))
+"""
+_TRANSITIONS = text(f"SELECT f.op, f.e, f.a, f.v_ref FROM facts f WHERE {_LOGICAL} ORDER BY f.id")
+# The same, only the edges: Ref-valued, not rdf:type (a second pass keeps memory bounded).
+_EDGES = text(
+    f"SELECT f.op, f.e, f.a, f.v_ref FROM facts f WHERE {_LOGICAL} "
+    "AND f.v_ref IS NOT NULL AND f.a <> :rdf_type ORDER BY f.id"
+)
+_BATCH = 5000  # rows fetched, and events inserted, at a time
+
+_INSERT_EVENT = insert(events).values(
+    {c: bindparam(c) for c in ("type", "ts", "subject", "group_id", "tx_id", "payload")}
+)
+_INSERT_NEW = _INSERT_EVENT.returning(events.c.event_offset)
+_INSERT_TERM = insert(schema_terms).values({c: bindparam(c) for c in ("term", "kind", "first_offset")})
+_EVENT_COLUMNS = ("type", "ts", "subject", "group_id", "tx_id", "payload")
+_WIDTHS = (1, 2, 4, 8, 16, 32, 64)  # IN-list sizes: a few prepared statements serve every write
+
+
+def _seen_statement(width: int) -> Select[Any]:
+    """Terms that were the subject of a fact row before ``:tx``, in any graph; the g IN list
+    lets the (g, e, ...) index answer each candidate without a scan."""
+    c = facts.c
+    every_graph = select(graphs.c.g).union(select(literal(ROOT)))
+    return (
+        select(c.e)
+        .distinct()
+        .where(
+            c.g.in_(every_graph), c.e.in_([bindparam(f"e{i}") for i in range(width)]), c.tx < bindparam("tx")
+        )
+    )
+
+
+def _known_statement(width: int) -> Select[Any]:
+    t = schema_terms.c
+    return select(t.term, t.kind).where(t.term.in_([bindparam(f"t{i}") for i in range(width)]))
+
+
+_SEEN = {w: _seen_statement(w) for w in _WIDTHS}
+_KNOWN = {w: _known_statement(w) for w in _WIDTHS}
+
+
+def _padded(values: list[Any], prefix: str, pad: Any) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Chunks of ``values`` as (width, params), each padded up to a prepared width."""
+    top = _WIDTHS[-1]
+    for i in range(0, len(values), top):
+        chunk = values[i : i + top]
+        width = next(w for w in _WIDTHS if w >= len(chunk))
+        chunk = chunk + [pad] * (width - len(chunk))
+        yield width, {f"{prefix}{k}": v for k, v in enumerate(chunk)}
+
+
+_Row = tuple[str, str, str | None, str | None, int, str]
+
+
+def _row(
+    kind: str, ts: str, subject: str | None, group: str | None, tx: int, payload: dict[str, Any]
+) -> _Row:
+    return (kind, ts, subject, group, tx, json.dumps(payload, ensure_ascii=False, separators=(",", ":")))
+
+
+def emit(db: Database, ctx: WriteContext) -> None:
+    """Append the events of the writes made in ``ctx`` (called just before the commit)."""
+    first_tx = min((tx.id for tx in ctx.transactions), default=0)
+    for tx in ctx.transactions:
+        if tx.graph == ROOT:
+            _emit_root(db, ctx, tx.id, tx.timestamp, tx.source, first_tx)
+    if ctx.advisories:
+        tx_id = ctx.transactions[-1].id if ctx.transactions else db.head_tx(ctx.conn)
+        ts = ctx.transactions[-1].timestamp if ctx.transactions else times.now()
+        group = ctx.episode.group_id if ctx.episode is not None else None
+        rows = [_row(a.type, a.ts or ts, a.subject, group, tx_id, a.payload) for a in ctx.advisories]
+        ctx.dialect.insert_tuples(ctx.conn, events, _EVENT_COLUMNS, rows)
+
+
+def _emit_root(db: Database, ctx: WriteContext, tx: int, ts: str, source: str | None, first_tx: int) -> None:
+    """Events of one ROOT transaction, in the order of DM §11.1, in bounded batches.
+
+    Pass one reads the transitions for the count, the new schema terms and the touched subjects
+    (ids only); pass two reads the edges. A bulk load of a million statements never holds its
+    events in memory at once.
+    """
+    conn, prepared = ctx.conn, ctx.dialect.prepared
+    rdf_type = db.terms.lookup_in(ctx, (RDF_TYPE,)).get(RDF_TYPE)
+    count = 0
+    asserted: dict[tuple[bool, int], None] = {}  # (is type, term id) in first-appearance order
+    touched: dict[int, None] = {}
+    cursor = prepared(_TRANSITIONS).run(conn, {"tx": tx})
+    while batch := cursor.fetchmany(_BATCH):
+        count += len(batch)
+        for op, e, a, ref in batch:
+            touched[e] = None
+            if op == 1:
+                if a != rdf_type:
+                    asserted[(False, a)] = None
+                elif ref is not None:
+                    asserted[(True, ref)] = None
+    if not count:
+        return
+    mark = ctx.episode
+    group = mark.group_id if mark is not None else None
+    out: list[_Row] = []
+
+    def add(kind: str, subject: str | None, payload: dict[str, Any]) -> None:
+        out.append(_row(kind, ts, subject, group, tx, payload))
+
+    if source is not None and source.startswith(EPISODE_SOURCE):
+        name = source[len(EPISODE_SOURCE) :]
+        subject = mark.activity if mark is not None and mark.name == name else None
+        add("episode.ingested", subject, {"name": name, "facts": count})
+    schema = _new_schema_terms(db, ctx, list(asserted))
+    for kind, term in schema:
+        add(f"{kind}.new", term, {f"{kind}_iri": term})
+    _insert_in_order(ctx, out, schema)
+    out.clear()
+
+    new_terms = set(ctx.pending_terms.values())
+    before = first_tx or tx
+    seen: set[int] = set()  # touched subjects that had fact rows before this write
+    subjects = list(touched)
+    for i in range(0, len(subjects), _BATCH):
+        chunk = subjects[i : i + _BATCH]
+        seen |= _seen_before(ctx, set(chunk) - new_terms, before)
+        iri = db.terms.iris_in(ctx, chunk)
+        for e in chunk:
+            add("entity.updated" if e in seen else "entity.added", iri[e], {})
+        ctx.dialect.insert_tuples(conn, events, _EVENT_COLUMNS, out)
+        out.clear()
+
+    cursor = prepared(_EDGES).run(conn, {"tx": tx, "rdf_type": -1 if rdf_type is None else rdf_type})
+    while batch := cursor.fetchmany(_BATCH):
+        objects = {int(ref) for _op, _e, _a, ref in batch} - new_terms
+        known = {r for r in objects if r in touched}
+        object_seen = (seen & known) | _seen_before(ctx, objects - known, before)
+        iri = db.terms.iris_in(ctx, {t for _op, e, a, ref in batch for t in (e, a, ref)})
+        for op, e, a, ref in batch:
+            payload = {
+                "subject": iri[e],
+                "predicate": iri[a],
+                "object": iri[ref],
+                "subject_preexisting": e in seen,
+                "object_preexisting": ref in object_seen,
+            }
+            add("edge.added" if op == 1 else "edge.retracted", iri[e], payload)
+        ctx.dialect.insert_tuples(conn, events, _EVENT_COLUMNS, out)
+        out.clear()
+
+
+def _new_schema_terms(
+    db: Database, ctx: WriteContext, asserted: list[tuple[bool, int]]
+) -> list[tuple[str, str]]:
+    """(kind, term) seen for the first time in the store's life, in first-appearance order."""
+    if not asserted:
+        return []
+    iri = db.terms.iris_in(ctx, {tid for _is_type, tid in asserted})
+    wanted = [("type" if is_type else "predicate", iri[tid]) for is_type, tid in asserted]
+    unknown = [key for key in wanted if key not in db.schema_terms_seen]
+    if not unknown:
+        return []
+    terms = sorted({term for _kind, term in unknown})
+    known: set[tuple[str, str]] = set()
+    for width, params in _padded(terms, "t", ""):
+        rows = ctx.dialect.prepared(_KNOWN[width]).run(ctx.conn, params)
+        known.update((str(kind), str(term)) for term, kind in rows)
+    db.schema_terms_seen.update(known)  # committed long ago: safe to remember now
+    fresh = [key for key in unknown if key not in known]
+    ctx.schema_terms.extend(fresh)  # remembered after the commit
+    return fresh
+
+
+def _seen_before(ctx: WriteContext, ids: set[int], tx: int) -> set[int]:
+    found: set[int] = set()
+    for width, params in _padded(sorted(ids), "e", -1):
+        params["tx"] = tx
+        found.update(int(r[0]) for r in ctx.dialect.prepared(_SEEN[width]).run(ctx.conn, params))
+    return found
+
+
+def _insert_in_order(ctx: WriteContext, rows: list[_Row], schema: list[tuple[str, str]]) -> None:
+    """Insert in list order; each ``*.new`` event's offset becomes its term's ``first_offset``."""
+    new_types = {f"{kind}.new" for kind in ("type", "predicate")}
+    conn, dialect = ctx.conn, ctx.dialect
+    pending: list[_Row] = []
+    terms = iter(schema)
+    for row in rows:
+        if row[0] not in new_types:
+            pending.append(row)
+            continue
+        if pending:
+            dialect.insert_tuples(conn, events, _EVENT_COLUMNS, pending)
+            pending = []
+        cursor = dialect.prepared(_INSERT_NEW).run(conn, dict(zip(_EVENT_COLUMNS, row, strict=True)))
+        offset = int(cursor.fetchone()[0])
+        kind, term = next(terms)
+        dialect.prepared(_INSERT_TERM).run(conn, {"term": term, "kind": kind, "first_offset": offset})
+    if pending:
+        dialect.insert_tuples(conn, events, _EVENT_COLUMNS, pending)
+
+
+def record_refusal(db: Database, conn: Connection, refusal: Refusal, reason: str) -> None:
+    """Append ``write.refused`` after the refused write rolled back; never masks the refusal."""
+    try:
+        with conn.begin():
+            db.dialect.begin_write(conn)
+            row = _row(
+                "write.refused",
+                refusal.timestamp or times.now(),
+                refusal.graph or ROOT_IRI,
+                None,
+                db.head_tx(conn),
+                {
+                    "gate": refusal.gate,
+                    "graph": refusal.graph or ROOT_IRI,
+                    "actor": refusal.actor,
+                    "source": refusal.source,
+                    "reason": reason[:REASON_LIMIT],
+                    "refused_datums": refusal.datums,
+                },
+            )
+            conn.execute(_INSERT_EVENT, dict(zip(_EVENT_COLUMNS, row, strict=True)))
+    except Exception:  # the caller's refusal is what the client must see
+        log.exception("could not record write.refused")
+
+
+def read_events(conn: Connection, *, after: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
+    """Events after an offset, oldest first, in their wire envelope (DM §11.1)."""
+    query = select(events).where(events.c.event_offset > after).order_by(events.c.event_offset)
+    if limit is not None:
+        query = query.limit(limit)
+    return [
+        {
+            "schema": SCHEMA,
+            "offset": int(r.event_offset),
+            "type": r.type,
+            "ts": r.ts,
+            "subject": r.subject,
+            "group_id": r.group_id,
+            "tx_id": int(r.tx_id),
+            "payload": json.loads(r.payload),
+        }
+        for r in conn.execute(query)
+    ]

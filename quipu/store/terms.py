@@ -144,6 +144,15 @@ class TermDictionary:
         self.remember({iri: tid for iri, tid in out.items() if tid <= before})
         return out
 
+    def iris_in(self, ctx: WriteContext, ids: Iterable[int]) -> dict[int, str]:
+        """``iris`` inside a write: this transaction's own new terms are found, never cached."""
+        wanted = set(ids)
+        out = {tid: iri for iri, tid in ctx.pending_terms.items() if tid in wanted}
+        rest = wanted.difference(out)
+        if rest:
+            out.update(self.iris(ctx.conn, rest))
+        return out
+
     def iris(self, conn: Connection, ids: Iterable[int]) -> dict[int, str]:
         """IRIs for ids (every id given must exist)."""
         out: dict[int, str] = {}

@@ -136,7 +136,9 @@ def open_transaction(
     tx_id = int(ctx.dialect.prepared(_INSERT_TX).run(ctx.conn, params).fetchone()[0])
     if ctx.auth is not None:  # the verified identity, beside (never instead of) the declared actor
         ctx.conn.execute(_INSERT_AUTH, {"tx_id": tx_id, **ctx.auth.as_json()})
-    return TxInfo(tx_id, timestamp, source, graph)
+    info = TxInfo(tx_id, timestamp, source, graph)
+    ctx.transactions.append(info)
+    return info
 
 
 def resolve_target_graph(db: Database, ctx: WriteContext, iri: str | None) -> int:

@@ -53,7 +53,8 @@ def episode_gate(db: Database, *, request_shapes: str | None = None, validate_on
             check_vocabulary(_node_types(payload), registry.bundle(s.turtle for s in sets).vocabulary)
         if not shacl_texts:
             return
-        report = gate_report(db, payload, registry.bundle(shacl_texts), target, ctx.conn)
+        bundle = registry.bundle(shacl_texts)
+        report = gate_report(db, payload, bundle, target, ctx.conn, advisories=ctx.advisories, in_place=True)
         if report.count("Violation"):
             body = report.as_json()
             body["hint"] = HINT

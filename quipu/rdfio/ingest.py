@@ -3,6 +3,8 @@ with every check before the first write."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from quipu import times
 from quipu.errors import MissingField
 from quipu.identity import Authenticated
@@ -10,10 +12,12 @@ from quipu.rdfio.formats import input_format
 from quipu.rdfio.parse import parse_document
 from quipu.shacl import gate, registry
 from quipu.store.database import Database, WriteContext
+from quipu.store.events import Refusal
 from quipu.store.schema import ROOT_IRI
 from quipu.store.snapshots import replace_snapshot as replace_snapshot_in
+from quipu.store.snapshots import snapshot_source
 from quipu.store.statements import gc_paused
-from quipu.store.writes import KnotResult, Progress, assert_statements, check_target_graph
+from quipu.store.writes import KnotResult, Progress, assert_statements, check_target_graph, derived_source
 
 _LARGE_DOCUMENT = 1 << 20  # bytes; larger documents are parsed with the cyclic GC paused
 
@@ -61,18 +65,31 @@ def knot(
     if shapes is not None and shapes.strip():
         registry.parse_shapes(shapes, "shapes")  # bad request shapes: 400 before any parsing
 
+    statements = 0  # known once parsed, before the write (and so the gates) run
+
     def gates(ctx: WriteContext, target: int) -> None:
-        gate.check_write(
-            db, raw, fmt=fmt, target=target, request_shapes=shapes, base_iri=base_iri, conn=ctx.conn
-        )
+        writer = snapshot_source(key) if replace_snapshot else derived_source(source, actor, "knot")
+        refusal = Refusal("shacl", graph or None, actor, writer, statements, ts)
+        with ctx.gate(refusal):
+            gate.check_write(
+                db,
+                raw,
+                fmt=fmt,
+                target=target,
+                request_shapes=shapes,
+                base_iri=base_iri,
+                conn=ctx.conn,
+                advisories=ctx.advisories,
+            )
 
     target_iri = graph if graph else ROOT_IRI
     with gc_paused(len(raw) > _LARGE_DOCUMENT):
         batch = parse_document(
             raw, fmt, graph_iri=target_iri, blank_node_scope=blank_node_scope, base_iri=base_iri
         )
+    statements = len(batch.statements)
     if progress is not None:
-        progress("parsed statements", len(batch.statements), len(batch.statements))
+        progress("parsed statements", statements, statements)
     if replace_snapshot:
         return replace_snapshot_in(
             db,
@@ -97,3 +114,16 @@ def knot(
         auth=auth,
         check=gates,
     )
+
+
+def response_body(result: KnotResult, *, replace_snapshot: bool, snapshot: str | None) -> dict[str, Any]:
+    """The ``/knot`` success body (tools-core §3.1), shared with a completed staged promotion."""
+    key = snapshot.strip() if replace_snapshot and snapshot else snapshot
+    return {
+        "conforms": True,
+        "tx_id": result.tx_id,
+        "count": result.count,
+        "snapshot": key,
+        "replaced": replace_snapshot,
+        "valid_from": result.valid_from,
+    }

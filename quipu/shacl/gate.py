@@ -11,16 +11,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rdflib import RDF, Graph, URIRef
+from rdflib import RDF, BNode, Graph, URIRef
+from rdflib.namespace import SH
 from sqlalchemy import Connection, select
 
 from quipu.errors import InvalidField, MissingField, ShaclViolation, WriteRefused
 from quipu.rdfio.formats import input_format
 from quipu.shacl import registry
 from quipu.shacl.rdf import parse_graph
-from quipu.shacl.validate import Report, validate
+from quipu.shacl.validate import Issue, Report, issues_of, run_report, validate
 from quipu.store import values
 from quipu.store.database import Database
+from quipu.store.events import QueuedEvent
 from quipu.store.schema import ROOT, facts
 from quipu.store.views import TemporalView
 
@@ -41,31 +43,39 @@ def referenced_iris(graph: Graph) -> set[str]:
 
 
 def add_store_types(
-    db: Database, graph: Graph, target: int, into: Graph | None = None, conn: Connection | None = None
+    db: Database,
+    graph: Graph,
+    target: int,
+    into: Graph | None = None,
+    conn: Connection | None = None,
+    *,
+    graphs: frozenset[int] | None = None,
 ) -> int:
-    """Add the current ``rdf:type`` facts of the referenced nodes in ``target`` and ROOT to
-    ``into`` (default: ``graph``); returns how many were added. ``conn`` is the snapshot to read
-    (the write's own transaction for a gate), else a fresh read."""
+    """Add the current ``rdf:type`` facts of the referenced nodes in ``target`` and ROOT (or in
+    ``graphs``) to ``into`` (default: ``graph``); returns how many were added. ``conn`` is the
+    snapshot to read (the write's own transaction for a gate), else a fresh read."""
     into = graph if into is None else into
     if conn is None:
         with db.read() as fresh:
-            return add_store_types(db, graph, target, into, fresh)
+            return add_store_types(db, graph, target, into, fresh, graphs=graphs)
     wanted = sorted(referenced_iris(graph))
     added = 0
     ids = db.terms.lookup(conn, [values.RDF + "type", *wanted])
     type_id = ids.pop(values.RDF + "type", None)
     if type_id is None or not ids:
         return 0
-    view = TemporalView(graphs=frozenset({ROOT, target}))
+    view = TemporalView(graphs=frozenset({ROOT, target}) if graphs is None else graphs)
     entity_ids = sorted(set(ids.values()))
     c = facts.c
-    rows: list[tuple[int, bytes]] = []
+    # A set: a type every episode re-asserts has one visible claim row per owner, and a node's
+    # type must cost one graph insert however many owners it has.
+    rows: set[tuple[int, bytes]] = set()
     for i in range(0, len(entity_ids), _CHUNK):
         query = select(c.e, c.v).where(view.where(facts), c.a == type_id, c.e.in_(entity_ids[i : i + _CHUNK]))
-        rows += [(int(r.e), bytes(r.v)) for r in conn.execute(query)]
+        rows.update((int(r.e), bytes(r.v)) for r in conn.execute(query))
     class_ids = {values.ref_id(v) for _e, v in rows} - {None}
     iris = db.terms.iris(conn, [*ids.values(), *(i for i in class_ids if i is not None)])
-    for e, v in rows:
+    for e, v in sorted(rows):
         cid = values.ref_id(v)
         if cid is None:
             continue
@@ -84,7 +94,7 @@ def add_class_axioms(bundle: registry.Bundle, data: Graph) -> None:
         data.add(triple)
 
 
-def check_vocabulary(payload: Graph, sanctioned: frozenset[str]) -> None:
+def check_vocabulary(payload: Graph, sanctioned: frozenset[str], field: str = "turtle") -> None:
     """Refuse (400 ``unknown_type``) any asserted ``rdf:type`` class the shapes do not sanction."""
     unknown = sorted({str(o) for o in payload.objects(None, RDF.type) if str(o) not in sanctioned})
     if unknown:
@@ -93,22 +103,92 @@ def check_vocabulary(payload: Graph, sanctioned: frozenset[str]) -> None:
             f"unknown rdf:type {shown}: not sanctioned by the loaded shape sets (a class must be an "
             "sh:targetClass or rdfs:subClassOf object in one of them); nothing was written — "
             f"{HINT}",
-            field="turtle",
+            field=field,
             reason="unknown_type",
             extra={"unknown_types": unknown},
         )
 
 
 def gate_report(
-    db: Database, payload: Graph, bundle: registry.Bundle, target: int, conn: Connection | None = None
+    db: Database,
+    payload: Graph,
+    bundle: registry.Bundle,
+    target: int,
+    conn: Connection | None = None,
+    *,
+    advisories: list[QueuedEvent] | None = None,
+    types: Graph | None = None,
+    in_place: bool = False,
 ) -> Report:
-    """Validate the delta of a write against a bundle; "emit" shapes never appear as issues."""
-    data = Graph(bind_namespaces="none")
-    for triple in payload:
-        data.add(triple)
-    add_store_types(db, payload, target, into=data, conn=conn)
+    """Validate the delta of a write against a bundle; "emit" shapes never appear as issues.
+
+    ``types`` is the store context when the caller has it already (an update's overlay), else the
+    stored types of the referenced nodes are read. With ``advisories`` (the write context's list),
+    every result of an "emit" shape is queued there as a ``shacl.violation`` advisory (DM §11.1
+    item 5): the same single pySHACL run, its results split by source shape, so a bundle without
+    emit shapes costs nothing extra. Only a ROOT write queues them: only ROOT commits emit
+    events (DM §11.1, tools-core §3.1 rule 13). ``in_place``: the payload is the caller's scratch
+    graph, so the context joins it instead of a copy.
+    """
+    if in_place:
+        data = payload
+    else:
+        data = Graph(bind_namespaces="none")
+        for triple in payload:
+            data.add(triple)
+    if types is None:
+        add_store_types(db, payload, target, into=data, conn=conn)
+    else:
+        for triple in types:
+            data.add(triple)
     add_class_axioms(bundle, data)
-    return validate(data, bundle.graph, skip_shapes=bundle.emit)
+    report = run_report(data, bundle.graph, bundle.prepared)
+    if advisories is not None and bundle.emit and target == ROOT:
+        for issue in issues_of(report, bundle.graph, only_shapes=bundle.emit):
+            advisories.append(emit_advisory(bundle, issue))
+    return Report(issues_of(report, bundle.graph, skip_shapes=bundle.emit))
+
+
+def emit_advisory(bundle: registry.Bundle, issue: Issue) -> QueuedEvent:
+    """An "emit" shape's result as the ``shacl.violation`` advisory of DM §11.1."""
+    focus = issue.focus_node if isinstance(issue.focus_node, str) else None
+    return QueuedEvent(
+        type="shacl.violation",
+        subject=focus,
+        payload={
+            "shape": shape_name(bundle.graph, issue.source_shape),
+            "message": issue.message,
+            "component": issue.component,
+            "path": issue.path,
+            "severity": issue.severity,
+            "mode": "emit",
+        },
+    )
+
+
+def shape_name(shapes: Graph, shape: str | None) -> str | None:
+    """A result's source shape by name: its IRI, or for an anonymous property shape the IRI of
+    the node shape that owns it (a blank-node label means nothing outside this process)
+    **[designed here]**."""
+    if shape is None or not shape.startswith("_:"):
+        return shape
+    node = BNode(shape[2:])
+    for _hop in range(8):  # property shapes nest through sh:node/sh:property only a few levels
+        owner = next(iter(shapes.subjects(SH.property, node)), None)
+        if owner is None:
+            break
+        if isinstance(owner, URIRef):
+            return str(owner)
+        node = owner  # type: ignore[assignment]
+    return shape
+
+
+def shacl_refusal(report: Report, message: str, **extra: object) -> ShaclViolation:
+    """The refusal of a write whose delta has Violation results: the report, with the hint."""
+    body = report.as_json()
+    body["hint"] = HINT
+    body.update(extra)
+    return ShaclViolation(message, body)
 
 
 def check_write(
@@ -121,6 +201,7 @@ def check_write(
     base_iri: str | None = None,
     stored: Sequence[registry.ShapeSet] | None = None,
     conn: Connection | None = None,
+    advisories: list[QueuedEvent] | None = None,
 ) -> None:
     """Both gates for one write; returns when it may proceed.
 
@@ -128,7 +209,8 @@ def check_write(
     shapes. The vocabulary gate needs a stored set (rule 6); request shapes join the stored ones
     for SHACL (rule 5). Only Violation-severity results refuse **[designed here]**: warnings and
     infos never block. ``conn`` is the write's own transaction, so the shapes and the store types
-    the gate reads are the ones the write commits against.
+    the gate reads are the ones the write commits against. ``advisories`` (the write context's)
+    receives the results of "emit" shapes.
     """
     extra = request_shapes if request_shapes is not None and request_shapes.strip() else None
     if extra is not None:
@@ -145,14 +227,9 @@ def check_write(
     if sets:
         check_vocabulary(payload, registry.bundle(s.turtle for s in sets).vocabulary)
     bundle = registry.bundle([*(s.turtle for s in sets), *([extra] if extra else [])])
-    report = gate_report(db, payload, bundle, target, conn)
+    report = gate_report(db, payload, bundle, target, conn, advisories=advisories, in_place=True)
     if report.count("Violation"):
-        body = report.as_json()
-        body["hint"] = HINT
-        raise ShaclViolation(
-            f"SHACL validation failed; nothing was written: {report.summary()}",
-            body,
-        )
+        raise shacl_refusal(report, f"SHACL validation failed; nothing was written: {report.summary()}")
 
 
 def dry_run(
@@ -187,4 +264,4 @@ def dry_run(
     for triple in payload:
         data_graph.add(triple)
     add_class_axioms(bundle, data_graph)
-    return validate(data_graph, bundle.graph)
+    return validate(data_graph, bundle.graph, prepared=bundle.prepared)

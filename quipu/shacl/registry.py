@@ -10,7 +10,8 @@ they closed, so "open as of tx N" is ``tx <= N < closed_tx``.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -23,8 +24,9 @@ from sqlalchemy import ColumnElement, Connection, and_, insert, or_, select, upd
 from quipu import times
 from quipu.errors import InvalidField, MissingField, NotFound, RdfParseError
 from quipu.shacl.rdf import parse_graph
-from quipu.shacl.validate import normalise_shapes
-from quipu.store.database import Database
+from quipu.shacl.validate import normalise_shapes, prepare
+from quipu.store.database import Database, WriteContext
+from quipu.store.events import QueuedEvent
 from quipu.store.schema import shapes as shapes_table
 
 # Shapes annotated with this predicate and the literal "emit" report but do not gate writes.
@@ -53,13 +55,23 @@ class Bundle:
     emit: frozenset[object]  # shape nodes whose results never gate (quipu:onViolation "emit")
     prefixes: dict[str, str]
     class_axioms: tuple[tuple[Node, Node, Node], ...] = ()  # the sets' own rdfs:subClassOf triples
+    prepared: ShapesGraph | None = None  # pySHACL's parsed shapes of ``graph``, built once
 
 
 # -- parsing -------------------------------------------------------------------------------------
 
 
 def parse_shapes(turtle: str, field: str = "shapes") -> Graph:
-    """Turtle that must describe loadable SHACL shapes; 400 ``invalid_shapes`` otherwise."""
+    """Turtle that must describe loadable SHACL shapes; 400 ``invalid_shapes`` otherwise.
+
+    Cached by text (request shapes are checked up front on every write that carries them): the
+    graph is shared by every caller of the same text, so read it, never change it.
+    """
+    return _parse_shapes(turtle, field)
+
+
+@lru_cache(maxsize=64)
+def _parse_shapes(turtle: str, field: str) -> Graph:
     try:
         graph = parse_graph(turtle.encode("utf-8"))
     except RdfParseError as exc:
@@ -86,7 +98,7 @@ def declared_prefixes(graph: Graph) -> dict[str, str]:
 
 @lru_cache(maxsize=32)
 def _bundle(texts: tuple[str, ...]) -> Bundle:
-    graph = Graph(bind_namespaces="none")
+    graph = Graph(store="SimpleMemory", bind_namespaces="none")  # no contexts: faster lookups
     prefixes: list[dict[str, str]] = []
     for text in texts:
         part = parse_shapes(text)
@@ -95,11 +107,12 @@ def _bundle(texts: tuple[str, ...]) -> Bundle:
             graph.add(triple)
     normalise_shapes(graph)
     axioms = tuple(graph.triples((None, RDFS.subClassOf, None)))
-    out = Bundle(graph, sanctioned(graph), emit_shapes(graph), _merged(prefixes), axioms)
-    # pyshacl adds two axioms to a shapes graph the first time it loads it; do that now, so
-    # validations sharing this cached graph only ever read it.
-    ShapesGraph(graph).shapes  # noqa: B018
-    return out
+    # Prepared once per combination of texts, so gated writes reuse pySHACL's parsed shapes; the
+    # key is the texts read inside each write, so a set loaded or removed (by any process) is a
+    # new key on the very next write. Preparing adds pySHACL's two axioms: the graph is read-only
+    # from here on.
+    vocabulary, emit = sanctioned(graph), emit_shapes(graph)  # before pySHACL's axioms join
+    return Bundle(graph, vocabulary, emit, _merged(prefixes), axioms, prepare(graph))
 
 
 def bundle(texts: Iterable[str]) -> Bundle:
@@ -216,6 +229,16 @@ def _name(name: str | None) -> str:
     return name
 
 
+@contextmanager
+def _within(db: Database, ctx: WriteContext | None) -> Iterator[WriteContext]:
+    """The caller's open write transaction, else a new one."""
+    if ctx is not None:
+        yield ctx
+    else:
+        with db.write() as own:
+            yield own
+
+
 def _refuse_going_back(conn: Connection, name: str, ts: str) -> None:
     """A version cannot end before it began: a load or removal must not predate the open one."""
     c = shapes_table.c
@@ -228,8 +251,19 @@ def _refuse_going_back(conn: Connection, name: str, ts: str) -> None:
         )
 
 
-def load(db: Database, name: str | None, turtle: str | None, *, timestamp: str | None = None) -> ShapeSet:
-    """Open a new version of ``name`` (closing the open one); the same instant replaces it."""
+def load(
+    db: Database,
+    name: str | None,
+    turtle: str | None,
+    *,
+    timestamp: str | None = None,
+    ctx: WriteContext | None = None,
+) -> ShapeSet:
+    """Open a new version of ``name`` (closing the open one); the same instant replaces it.
+
+    ``ctx`` is an open write transaction to load inside (accepting a shape proposal commits the
+    load and the decision together); without it the load is its own transaction.
+    """
     name = _name(name)
     if turtle is None or not turtle.strip():
         raise MissingField("missing 'turtle' parameter", field="turtle")
@@ -238,8 +272,8 @@ def load(db: Database, name: str | None, turtle: str | None, *, timestamp: str |
     ts = times.normalise_timestamp(timestamp)
     loaded_at = times.now()
     c = shapes_table.c
-    with db.write() as ctx:
-        conn = ctx.conn
+    with _within(db, ctx) as write:
+        conn = write.conn
         _refuse_going_back(conn, name, ts)
         head = db.head_tx(conn)
         conn.execute(
@@ -263,6 +297,7 @@ def load(db: Database, name: str | None, turtle: str | None, *, timestamp: str |
             )
         else:
             conn.execute(insert(shapes_table).values(name=name, valid_from=ts, **values))
+        write.advisories.append(QueuedEvent("shapes.loaded", name, {"name": name, "tx": head}, ts))
     return ShapeSet(name, turtle, json.loads(prefixes), loaded_at, ts)
 
 
@@ -279,4 +314,6 @@ def remove(db: Database, name: str | None, *, timestamp: str | None = None) -> b
             .where(c.name == name, c.valid_to.is_(None))
             .values(valid_to=ts, closed_tx=head)
         )
+        if done.rowcount:
+            ctx.advisories.append(QueuedEvent("shapes.removed", name, {"name": name, "tx": head}, ts))
         return bool(done.rowcount)

@@ -8,11 +8,15 @@ can repair the data without reading the shapes.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-import pyshacl
+from pyshacl import Shape, ShapesGraph, Validator
+from pyshacl.errors import ValidationFailure
+from pyshacl.graph_abstraction import DataGraph
+from pyshacl.validator import assign_baked_in
 from rdflib import RDF, XSD, BNode, Graph, Literal, URIRef
 from rdflib.collection import Collection
 from rdflib.namespace import SH
@@ -164,8 +168,15 @@ def _message(report: Graph, result: Node, component: Node | None) -> str:
     return f"constraint {_curie(component) or 'unknown'} not satisfied"
 
 
-def issues_of(report: Graph, shapes: Graph, skip_shapes: Iterable[object] = ()) -> list[Issue]:
-    """Structured issues of a report graph, Violations first, then by focus node and path."""
+def issues_of(
+    report: Graph,
+    shapes: Graph,
+    skip_shapes: Iterable[object] = (),
+    *,
+    only_shapes: frozenset[object] | None = None,
+) -> list[Issue]:
+    """Structured issues of a report graph, Violations first, then by focus node and path;
+    without the results of ``skip_shapes``, and only those of ``only_shapes`` when given."""
     skip = frozenset(skip_shapes)
     out: list[Issue] = []
     # Only the report's own results: nested sh:detail results explain them, they are not extra.
@@ -174,7 +185,7 @@ def issues_of(report: Graph, shapes: Graph, skip_shapes: Iterable[object] = ()) 
     ]
     for result in top:
         shape = report.value(result, SH.sourceShape)
-        if shape in skip:
+        if shape in skip or (only_shapes is not None and shape not in only_shapes):
             continue
         component = report.value(result, SH.sourceConstraintComponent)
         severity = report.value(result, SH.resultSeverity)
@@ -213,39 +224,104 @@ def normalise_shapes(shapes: Graph) -> None:
             shapes.remove(triple)
 
 
-def validate(data: Graph, shapes: Graph, *, skip_shapes: Iterable[object] = ()) -> Report:
+def _invalid_shapes(exc: object) -> InvalidField:
+    message = getattr(exc, "message", None) or str(exc)
+    return InvalidField(f"the shapes cannot be evaluated: {message}", field="shapes", reason="invalid_shapes")
+
+
+class PreparedShapes(ShapesGraph):
+    """A ``ShapesGraph`` whose top-level run visits only the shapes that declare targets.
+
+    pySHACL starts a run from every shape and lets the untargeted ones find no focus node; those
+    (most property shapes) are only ever reached through the shapes that use them, so leaving
+    them out of the start list changes no result and saves their target lookups on every run.
+    """
+
+    _targeted: tuple[Shape, ...] | None = None
+
+    @property
+    def shapes(self) -> tuple[Shape, ...]:
+        if self._targeted is None:
+            every = list(super().shapes)
+            self._targeted = tuple(s for s in every if any(list(t) for t in s.target()))
+        return self._targeted
+
+
+def prepare(shapes: Graph) -> ShapesGraph:
+    """pySHACL's parsed form of ``shapes`` (every ``Shape`` and custom constraint), built once.
+
+    Harvesting the shapes is a large share of a small validation, and nothing in a built
+    ``ShapesGraph`` depends on the data graph (constraint components are made per run, shapes hold
+    no per-run state without SHACL-AF), so one prepared graph serves every later validation,
+    from any thread. pySHACL adds two system axioms to the graph here; afterwards validations
+    only read it. ``shapes`` must not change once prepared.
+    """
+    normalise_shapes(shapes)
+    try:
+        prepared = PreparedShapes(shapes)
+        prepared.shapes  # noqa: B018 - the property harvests and caches every shape
+        prepared.custom_constraints  # noqa: B018 - likewise, so no run builds it concurrently
+    except QuipuError:
+        raise
+    except Exception as exc:  # pyshacl's ShapeLoadError, ConstraintLoadError, ReportableRuntimeError
+        raise _invalid_shapes(exc) from None
+    return prepared
+
+
+@functools.cache
+def _pyshacl_ready() -> None:
+    # What pyshacl.validate does first on every call; once per process is enough.
+    assign_baked_in()  # type: ignore[no-untyped-call]
+
+
+def _options() -> dict[str, Any]:
+    # pyshacl.validate's options for: no inference, no ontology mixing, every result counts.
+    return {
+        "inference": "none",
+        "inplace": True,  # the delta graph is ours and is never mutated by a plain SHACL run
+        "abort_on_first": False,
+        "allow_infos": False,
+        "allow_warnings": False,
+        "advanced": False,
+    }
+
+
+def validate(
+    data: Graph, shapes: Graph, *, skip_shapes: Iterable[object] = (), prepared: ShapesGraph | None = None
+) -> Report:
     """Validate ``data`` (any rdflib graph, the store view included) against ``shapes``.
 
     No inference, no ontology mixing, warnings and infos count as results; results of
-    ``skip_shapes`` (the "emit" shapes of a gate) are left out.
+    ``skip_shapes`` (the "emit" shapes of a gate) are left out. ``prepared`` is ``shapes`` already
+    through ``prepare`` (cached with a bundle); without it the shapes are prepared for this run.
     """
-    normalise_shapes(shapes)
+    return Report(issues_of(run_report(data, shapes, prepared), shapes, skip_shapes))
+
+
+def run_report(data: Graph, shapes: Graph, prepared: ShapesGraph | None = None) -> Graph:
+    """pySHACL's report graph of one run. ``pyshacl.validate`` would rebuild the shapes on
+    every call; this runs its ``Validator`` over the prepared ones instead."""
+    _pyshacl_ready()
+    if prepared is None:
+        prepared = prepare(shapes)
     for prefix, namespace in shapes.namespaces():
         # SPARQL-based constraints may use the shapes' own prefixes (pySHACL resolves them
         # through the data graph's bindings); the store view keeps no document prefixes.
         if prefix and data.namespace_manager.store.namespace(prefix) is None:
             data.bind(prefix, namespace, override=False)
     try:
-        _conforms, report, _text = pyshacl.validate(
-            data,
-            shacl_graph=shapes,
-            inference="none",
-            abort_on_first=False,
-            allow_infos=False,
-            allow_warnings=False,
-            advanced=False,
+        # The Validator builds a ShapesGraph of what it is given: give it an empty one, then
+        # hand it the prepared shapes (``shacl_graph`` is the attribute its run reads).
+        validator = Validator(
+            DataGraph.from_rdflib(data), shacl_graph=Graph(bind_namespaces="none"), options=_options()
         )
+        validator.shacl_graph = prepared
+        _conforms, report, _text = validator.run()  # type: ignore[no-untyped-call]
     except QuipuError:
         raise
+    except ValidationFailure as failure:  # pySHACL's "failure" outcome of shapes it refuses
+        raise _invalid_shapes(failure) from None
     except Exception as exc:  # shapes pySHACL cannot evaluate (unsupported SPARQL, bad constraints)
-        message = getattr(exc, "message", None) or str(exc)
-        raise InvalidField(
-            f"the shapes cannot be evaluated: {message}", field="shapes", reason="invalid_shapes"
-        ) from None
-    if isinstance(report, Exception):  # pySHACL answers some shapes it refuses with a failure object
-        message = getattr(report, "message", None) or str(report)
-        raise InvalidField(
-            f"the shapes cannot be evaluated: {message}", field="shapes", reason="invalid_shapes"
-        )
+        raise _invalid_shapes(exc) from None
     assert isinstance(report, Graph)
-    return Report(issues_of(report, shapes, skip_shapes))
+    return report

@@ -28,8 +28,9 @@ The protocol's ``using-graph-uri``/``using-named-graph-uri`` parameters give eve
 the text would; they are refused together with ``USING``/``WITH`` in the text, and when the
 request has no such operation to scope.
 
-Not here yet (the features do not exist): the vocabulary and SHACL gates (rule 8), the workflow
-guard (rule 9) and semantic events (rule 12).
+The vocabulary and SHACL gates (rule 8) validate each destination graph's inserts inside the
+write, before anything is interned (``quipu.shacl.update_gate``). Not here yet (the features do
+not exist): the workflow guard (rule 9) and semantic events (rule 12).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from typing import Any
 
 import rdflib
 from pyparsing import ParseException
-from rdflib import BNode, Dataset, Literal, URIRef, Variable
+from rdflib import XSD, BNode, Dataset, Literal, URIRef, Variable
 from rdflib.graph import DATASET_DEFAULT_GRAPH_ID, Graph
 from rdflib.plugins.sparql import algebra
 from rdflib.plugins.sparql.evaluate import evalPart
@@ -58,6 +59,7 @@ from quipu import times
 from quipu.errors import BadLiteral, InvalidField, QueryError, QuipuError, WriteRefused
 from quipu.identity import Authenticated
 from quipu.rdfio.parse import skolem_prefix
+from quipu.shacl.update_gate import GraphDelta, check_update
 from quipu.sparql.parse_lock import SPARQL_PARSE_LOCK
 from quipu.sparql.tree import has_path, walk
 from quipu.store import values
@@ -80,6 +82,7 @@ DEFAULT_SOURCE = "sparql-update"
 _MAX_DECLARATION = 256
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _CHUNK = 500  # subject ids per IN (...) when checking what is visible
+_RDF_TYPE = values.RDF + "type"
 
 # A graph of the request: a named graph's IRI, or None for ROOT (the default graph).
 GraphKey = str | None
@@ -882,6 +885,8 @@ def _write(
         _check_writable(state, key)
     iris = _check_inserted_iris(plans, new_graphs)
     stamp = times.now()
+    # Rule 8, before anything is interned or registered; free without stored shape sets.
+    check_update(db, ctx, _gate_deltas(state, plans), actor=actor, source=source, timestamp=stamp)
     for key in sorted(new_graphs):
         register_graph_in(db, ctx, key, actor=actor, timestamp=stamp)
     ids = db.terms.intern(ctx, iris) if iris else {}
@@ -907,6 +912,33 @@ def _write(
         "retracted": sum(r["retracted"] for r in report),
         "graphs": report,
     }
+
+
+def _gate_deltas(state: _State, plans: Sequence[_GraphPlan]) -> Iterator[GraphDelta]:
+    """Per graph with inserts, what the vocabulary and SHACL gates validate (rule 8): every
+    statement the request inserts there, and the type changes that shape its store context."""
+
+    def triple(statement: Key) -> Triple:
+        s, p, o = statement
+        value = state.node(o)
+        if isinstance(value, Literal) and value.datatype is None and value.language is None:
+            value = Literal(str(value), datatype=XSD.string)  # as a parsed document types it
+        return state.node(s), URIRef(p), value
+
+    def types(statements: Iterable[Key]) -> set[Triple]:
+        return {triple(k) for k in statements if k[1] == _RDF_TYPE and isinstance(k[2], str)}
+
+    root = state.added.get(None)
+    root_added = sorted(types(root.all), key=str) if root is not None else []
+    root_deleted = types(state.removed.get(None, ()))
+    for plan in plans:
+        if not plan.inserts:
+            continue
+        added = state.added.get(plan.key)
+        inserted = sorted(added.all, key=_order) if added is not None else []
+        gid = ROOT if plan.key is None else state.gid(plan.key)
+        deleted = types(state.removed.get(plan.key, ()))
+        yield GraphDelta(plan.key, gid, [triple(k) for k in inserted], deleted, root_deleted, root_added)
 
 
 def _names(statement: Key) -> list[str]:

@@ -12,6 +12,7 @@ from fastapi import APIRouter
 from pydantic import BaseModel, model_validator
 
 from quipu.errors import InvalidField, ShaclViolation
+from quipu.rdfio import ingest
 from quipu.rest.deps import AuthDep, KbDep
 from quipu.rest.fields import Annotating
 from quipu.rest.routers.shapes import Issue
@@ -140,16 +141,8 @@ def knot(body: KnotRequest, kb: KbDep, auth: AuthDep) -> dict[str, Any]:
     except ShaclViolation as refused:
         # On /knot a SHACL failure is not an HTTP error (§3.1 rule 4): 200, conforms false.
         return body.annotate(dict(refused.report))
-    snapshot = body.snapshot.strip() if body.replace_snapshot and body.snapshot else body.snapshot
     return body.annotate(
-        {
-            "conforms": True,
-            "tx_id": result.tx_id,
-            "count": result.count,
-            "snapshot": snapshot,
-            "replaced": body.replace_snapshot,
-            "valid_from": result.valid_from,
-        }
+        ingest.response_body(result, replace_snapshot=body.replace_snapshot, snapshot=body.snapshot)
     )
 
 

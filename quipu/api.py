@@ -16,6 +16,7 @@ from quipu.episodes import gate as episode_gate
 from quipu.episodes import ingest as episode_ingest
 from quipu.episodes import retract as episode_retract
 from quipu.identity import Authenticated
+from quipu.proposals import queue as proposal_queue
 from quipu.rdfio import ingest
 from quipu.rdfio.export import DEFAULT_BASE_NS, ExportResult, entity_turtle, export
 from quipu.shacl import gate, registry
@@ -23,9 +24,12 @@ from quipu.shacl.validate import Report
 from quipu.sparql import budget as budgets
 from quipu.sparql.engine import QueryResult, run_query
 from quipu.sparql.update import run_update
+from quipu.store import events as store_events
 from quipu.store import ownership, reads, writes
 from quipu.store.database import Database
 from quipu.store.dialect import SqliteTuning
+from quipu.uploads.service import Uploads
+from quipu.uploads.stage import StageResult
 
 
 class KnowledgeBase:
@@ -56,6 +60,7 @@ class KnowledgeBase:
         self._stats = reads.StatsCache()
         self.base_ns = base_ns  # episode IRIs are minted under it (DM §9.1)
         self.validate_on_write = validate_on_write  # stored shapes SHACL-gate episodes (§3.4)
+        self.uploads = Uploads(self.db, self.knot)  # staged snapshots and their promotion workers
 
     @classmethod
     def from_settings(cls, settings: Settings) -> KnowledgeBase:
@@ -120,6 +125,47 @@ class KnowledgeBase:
             snapshot=snapshot,
             shapes=shapes,
         )
+
+    def stage_part(
+        self,
+        *,
+        upload_id: str,
+        snapshot: str,
+        content_hash: str,
+        part_hash: str,
+        payload: str,
+        part_number: int,
+        total_parts: int,
+        total_bytes: int,
+        timestamp: str | None = None,
+        actor: str | None = None,
+        source: str | None = None,
+        graph: str | None = None,
+    ) -> StageResult:
+        """Stage one immutable part of a large snapshot upload (tools-core §3.2); no facts change."""
+        return self.uploads.stage(
+            upload_id=upload_id,
+            snapshot=snapshot,
+            content_hash=content_hash,
+            part_hash=part_hash,
+            payload=payload,
+            part_number=part_number,
+            total_parts=total_parts,
+            total_bytes=total_bytes,
+            timestamp=timestamp,
+            actor=actor,
+            source=source,
+            graph=graph,
+        )
+
+    def promote(self, upload_id: str, *, auth: Authenticated | None = None) -> dict[str, Any]:
+        """Start or read back the atomic promotion of a staged upload (tools-core §3.3).
+
+        Answers ``{"upload_id", "pending": True}`` while it runs in the background, then the
+        ``/knot`` body plus the upload's identity (or the SHACL refusal body); a recorded
+        failure is raised again on every call until it expires.
+        """
+        return self.uploads.promote(upload_id, auth=auth)
 
     def retract(
         self,
@@ -289,6 +335,63 @@ class KnowledgeBase:
         """The open shape sets, by name."""
         return registry.current(self.db)
 
+    # -- schema proposals (tools-graphs-governance §7) ---------------------------------------
+
+    def propose(
+        self,
+        kind: str,
+        target: str,
+        diff: str,
+        proposer: str,
+        *,
+        rationale: str | None = None,
+        trigger_ref: str | None = None,
+        timestamp: str | None = None,
+        auth: Authenticated | None = None,
+    ) -> proposal_queue.Proposal:
+        """File a pending schema-change proposal (``shape``/``ontology``/``class``/``property``)."""
+        return proposal_queue.submit(
+            self.db,
+            kind,
+            target,
+            diff,
+            proposer,
+            rationale=rationale,
+            trigger_ref=trigger_ref,
+            timestamp=timestamp,
+            auth=auth,
+        )
+
+    def proposals(self, status: str | None = None) -> list[proposal_queue.Proposal]:
+        """The proposal queue, newest first, optionally only one status."""
+        return proposal_queue.listing(self.db, status)
+
+    def accept_proposal(
+        self,
+        proposal_id: int,
+        decided_by: str,
+        *,
+        note: str | None = None,
+        timestamp: str | None = None,
+        auth: Authenticated | None = None,
+    ) -> proposal_queue.Proposal:
+        """Accept a pending proposal; a shape proposal's Turtle becomes the shape set ``target``."""
+        return proposal_queue.accept(
+            self.db, proposal_id, decided_by, note=note, timestamp=timestamp, auth=auth
+        )
+
+    def reject_proposal(
+        self,
+        proposal_id: int,
+        decided_by: str,
+        note: str,
+        *,
+        timestamp: str | None = None,
+        auth: Authenticated | None = None,
+    ) -> proposal_queue.Proposal:
+        """Reject a pending proposal, recording why."""
+        return proposal_queue.reject(self.db, proposal_id, decided_by, note, timestamp=timestamp, auth=auth)
+
     def validate(
         self,
         data: str | bytes,
@@ -437,6 +540,11 @@ class KnowledgeBase:
     def transactions(self, *, since: int = 0, limit: int | None = 1000) -> dict[str, Any]:
         return reads.transaction_log(self.db, since=since, limit=limit)
 
+    def events(self, *, after: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
+        """Semantic events after an offset, oldest first, in the wire envelope (DM §11.1)."""
+        with self.db.read() as conn:
+            return store_events.read_events(conn, after=after, limit=limit)
+
     def fragments(
         self,
         *,
@@ -461,6 +569,7 @@ class KnowledgeBase:
     # -- lifecycle ---------------------------------------------------------------------------
 
     def close(self) -> None:
+        self.uploads.close()
         self.db.close()
 
     def __enter__(self) -> KnowledgeBase:

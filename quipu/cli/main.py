@@ -180,6 +180,62 @@ def knot(
 
 app.command("load", help="Alias of knot.")(knot)
 
+
+@app.command("stage")
+def stage(
+    file: Annotated[str, typer.Argument(help="Turtle snapshot to upload, or - for stdin")],
+    snapshot: Annotated[str, typer.Option("--snapshot", help="producer key the snapshot replaces")],
+    server: Annotated[str, typer.Option("--server", help="base URL of a running quipu-server")],
+    token_file: Annotated[
+        str | None, typer.Option("--token-file", help="file holding the bearer token (mode 600)")
+    ] = None,
+    timestamp: Annotated[
+        str | None, typer.Option("--timestamp", help="transaction time recorded at promotion")
+    ] = None,
+    actor: Annotated[str | None, typer.Option("--actor", help="who asserts (declared)")] = None,
+    graph: Annotated[
+        str | None, typer.Option("--graph", help="registered named graph (default ROOT)")
+    ] = None,
+    part_bytes: Annotated[int, typer.Option("--part-bytes", help="largest part, in bytes")] = 512 * 1024,
+) -> None:
+    """Upload a large snapshot to a server in parts, then promote it atomically.
+
+    The parts are staged one by one (a progress bar on stderr), the promotion is started and
+    polled until it finishes; its answer is printed on stdout. Running the command again after an
+    interruption resends identical parts, which the server treats as replays. A SHACL refusal
+    prints the report and exits with status 2.
+    """
+    from quipu.rest.auth import read_token_file
+    from quipu.uploads import client
+
+    with _refusals():
+        if file == "-":
+            text = sys.stdin.read()
+        elif Path(file).is_file():
+            text = Path(file).read_text(encoding="utf-8")
+        else:
+            raise InvalidField(f"input file not found: {file}", field="FILE")
+        token = read_token_file(token_file, "--token-file") if token_file else None
+        staged = client.plan(
+            text, snapshot, timestamp=timestamp, actor=actor, graph=graph, part_bytes=part_bytes
+        )
+        bar = Progress(
+            TextColumn("staging"),
+            BarColumn(),
+            TextColumn("{task.completed:,}/{task.total:,} bytes"),
+            TimeElapsedColumn(),
+            console=err,
+        )
+        with bar:
+            task = bar.add_task("staging", total=staged.total_bytes)
+            answer = client.push(
+                staged, server, token=token, progress=lambda done, _total: bar.update(task, completed=done)
+            )
+    _emit(answer)
+    if answer.get("conforms") is False:
+        raise typer.Exit(2)
+
+
 EPISODE_KEYS = (
     "name",
     "episode_body",
@@ -369,6 +425,108 @@ def shapes_vocabulary(db: DbOption = None, config: ConfigOption = None) -> None:
         sets = kb.shape_sets()
     classes = sorted(registry.bundle(s.turtle for s in sets).vocabulary) if sets else []
     _emit({"classes": classes, "count": len(classes)})
+
+
+propose_app = typer.Typer(
+    help="Schema-evolution proposals: file, list, accept or reject a requested schema change.",
+    no_args_is_help=True,
+)
+app.add_typer(propose_app, name="propose")
+DecidedByOption = Annotated[
+    str | None,
+    typer.Option(
+        "--decided-by", envvar="QUIPU_ACTOR", help="who decides (default: $QUIPU_ACTOR, else the OS user)"
+    ),
+]
+
+
+def _decider(given: str | None) -> str:
+    """The declared decider: the flag or $QUIPU_ACTOR, else the OS user name."""
+    if given:
+        return given
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):  # no login name and no passwd entry (some containers)
+        raise InvalidField(
+            "missing --decided-by (and neither QUIPU_ACTOR nor an OS user name is available)",
+            field="decided_by",
+        ) from None
+
+
+@propose_app.command("submit")
+def propose_submit(
+    kind: Annotated[str, typer.Argument(help="shape, ontology, class or property")],
+    target: Annotated[str, typer.Argument(help="shape-set name, class IRI or property IRI")],
+    file: Annotated[str, typer.Argument(help="the proposed change: Turtle or a JSON patch (- for stdin)")],
+    proposer: Annotated[str, typer.Option("--proposer", help="who proposes")],
+    rationale: Annotated[str | None, typer.Option("--rationale", help="why")] = None,
+    trigger: Annotated[
+        str | None, typer.Option("--trigger", help="validation-failure ref or work-item id")
+    ] = None,
+    timestamp: Annotated[str | None, typer.Option("--timestamp", help="created_at (default now)")] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """File a pending proposal; nothing changes until it is accepted."""
+    with _refusals():
+        diff = _read_text(file, "FILE")
+    with _store(db, config) as kb, _refusals():
+        filed = kb.propose(
+            kind, target, diff, proposer, rationale=rationale, trigger_ref=trigger, timestamp=timestamp
+        )
+    _emit({"proposal_id": filed.id, "status": filed.status})
+
+
+@propose_app.command("list")
+def propose_list(
+    status: Annotated[
+        str | None, typer.Option("--status", help="pending, accepted or rejected (default: all)")
+    ] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """The proposal queue, newest first."""
+    with _store(db, config) as kb, _refusals():
+        found = kb.proposals(status)
+    _emit({"proposals": [p.as_json() for p in found], "count": len(found)})
+
+
+@propose_app.command("accept")
+def propose_accept(
+    proposal_id: Annotated[int, typer.Argument(metavar="ID", help="the proposal id")],
+    note: Annotated[str | None, typer.Option("--note", help="decision note")] = None,
+    decided_by: DecidedByOption = None,
+    timestamp: Annotated[str | None, typer.Option("--timestamp", help="decided_at (default now)")] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Accept a pending proposal; a shape proposal is validated and installed as a shape set."""
+    with _refusals():
+        by = _decider(decided_by)
+    with _store(db, config) as kb, _refusals():
+        decided = kb.accept_proposal(proposal_id, by, note=note, timestamp=timestamp)
+    _emit(
+        {"proposal_id": decided.id, "status": decided.status, "target": decided.target, "kind": decided.kind}
+    )
+
+
+@propose_app.command("reject")
+def propose_reject(
+    proposal_id: Annotated[int, typer.Argument(metavar="ID", help="the proposal id")],
+    note: Annotated[str, typer.Option("--note", help="the reason for rejecting")],
+    decided_by: DecidedByOption = None,
+    timestamp: Annotated[str | None, typer.Option("--timestamp", help="decided_at (default now)")] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Reject a pending proposal, recording the reason."""
+    with _refusals():
+        by = _decider(decided_by)
+    with _store(db, config) as kb, _refusals():
+        decided = kb.reject_proposal(proposal_id, by, note, timestamp=timestamp)
+    _emit({"proposal_id": decided.id, "status": decided.status, "target": decided.target})
 
 
 TABLE_FORMATS = ("table", "json", "csv", "tsv", "xml")

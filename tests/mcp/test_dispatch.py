@@ -454,7 +454,10 @@ async def test_every_strict_tool_leaves_an_unknown_key_to_rest_which_refuses_it(
         for spec in strict:
             if spec.name == "quipu_version":
                 continue  # answered in process; refuses any argument as a protocol error (above)
-            arguments: dict[str, Any] = {name: EX + "x" for name in spec.input_schema.get("required", [])}
+            properties = spec.input_schema.get("properties", {})
+            arguments: dict[str, Any] = {
+                name: _filler(properties.get(name, {})) for name in spec.input_schema.get("required", [])
+            }
             arguments["zz_unknown"] = "1"
             result = await r.dispatcher.call(spec.name, arguments, None)
             assert result.is_error, spec.name
@@ -462,6 +465,13 @@ async def test_every_strict_tool_leaves_an_unknown_key_to_rest_which_refuses_it(
                 spec.name
             )
         assert r.tx_count() == 0
+
+
+def _filler(schema: dict[str, Any]) -> Any:
+    """A value of the schema's JSON type, so only the unknown key can be what is refused."""
+    kind = str(schema.get("type", "string"))
+    fillers: dict[str, Any] = {"integer": 1, "number": 1, "boolean": False, "object": {}, "array": []}
+    return fillers.get(kind, EX + "x")
 
 
 # -- credentials ------------------------------------------------------------------------------------

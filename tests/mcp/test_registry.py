@@ -342,7 +342,9 @@ def test_select_toolsets_keeps_only_those_toolsets(registry: Registry) -> None:
     both = registry.select(toolsets=["service", "data"])
     assert set(both.tools) == {s.name for s in registry if s.toolset in ("service", "data")}
     assert list(both.tools) == [n for n in registry.tools if n in both.tools]  # manifest order kept
-    assert len(registry.select(toolsets=["governance"])) == 0
+    governance = registry.select(toolsets=["governance"])
+    assert {s.toolset for s in governance} == {"governance"}
+    assert "quipu_propose_schema_change" in governance.tools and "quipu_knot" not in governance.tools
     assert len(registry.select(toolsets=[])) == 0
 
 

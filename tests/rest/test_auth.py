@@ -7,6 +7,7 @@ added to the table without a sample request here fails ``test_every_route_has_a_
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -71,6 +72,44 @@ def _retract_episode(kb: KnowledgeBase) -> dict[str, Any]:
     return {"json": {"episode": f"gone-{n}"}}
 
 
+def _part(n: int) -> dict[str, Any]:
+    """One whole-snapshot part, under a key of its own per call."""
+    payload = f'<{EX}staged> <{EX}p> "{n}" .'
+    digest = "sha256:" + hashlib.sha256(payload.encode()).hexdigest()
+    key = f"auth-matrix-{n}"
+    upload = "sha256:" + hashlib.sha256(f"{key}\n{digest}".encode()).hexdigest()
+    return {
+        "upload_id": upload,
+        "snapshot": key,
+        "content_hash": digest,
+        "part_hash": digest,
+        "payload": payload,
+        "part_number": 0,
+        "total_parts": 1,
+        "total_bytes": len(payload.encode()),
+    }
+
+
+def _stage(kb: KnowledgeBase) -> dict[str, Any]:
+    return {"json": _part(len(kb.transactions(limit=None)["transactions"]))}
+
+
+def _promote(kb: KnowledgeBase) -> dict[str, Any]:
+    part = _part(len(kb.transactions(limit=None)["transactions"]))
+    kb.stage_part(**part)
+    return {"json": {"upload_id": part["upload_id"]}}
+
+
+def _accept_proposal(kb: KnowledgeBase) -> dict[str, Any]:
+    filed = kb.propose("class", f"{EX}C", "patch", "agent")
+    return {"json": {"id": filed.id, "decided_by": "lead"}}
+
+
+def _reject_proposal(kb: KnowledgeBase) -> dict[str, Any]:
+    filed = kb.propose("class", f"{EX}C", "patch", "agent")
+    return {"json": {"id": filed.id, "decided_by": "lead", "note": "no"}}
+
+
 def _entity_history(kb: KnowledgeBase) -> dict[str, Any]:
     _seed(kb)
     return {"json": {"iri": f"{EX}s"}}
@@ -85,18 +124,36 @@ WRITES: dict[tuple[str, str], Sample] = {
     ("POST", "/episode"): _episode,
     ("POST", "/episodes/complete"): _episodes_complete,
     ("POST", "/episode/retract"): _retract_episode,
+    ("POST", "/knot/stage"): _stage,
+    ("POST", "/knot/promote"): _promote,
+    ("POST", "/propose"): lambda kb: {
+        "json": {"kind": "class", "target": f"{EX}C", "diff": "patch", "proposer": "agent"}
+    },
+    ("POST", "/proposal/accept"): _accept_proposal,
+    ("POST", "/proposal/reject"): _reject_proposal,
     ("POST", "/update"): lambda kb: {
         "content": f'INSERT DATA {{ <{EX}u> <{EX}v> "{len(kb.transactions(limit=None)["transactions"])}" }}',
         "headers": {"Content-Type": "application/sparql-update"},
     },
 }
 
-# Write routes whose sample records no transaction (a shapes list changes no facts).
-NO_TRANSACTION: frozenset[tuple[str, str]] = frozenset({("POST", "/shapes")})
+# Write routes whose sample records no transaction in the answered request (a shapes list, a
+# staged part and the proposal queue change no facts).
+NO_TRANSACTION: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("POST", "/shapes"),
+        ("POST", "/knot/stage"),
+        ("POST", "/knot/promote"),  # the write happens in the background, after the answer
+        ("POST", "/propose"),
+        ("POST", "/proposal/accept"),
+        ("POST", "/proposal/reject"),
+    }
+)
 
 READS: dict[tuple[str, str], Sample] = {
     ("GET", "/query"): lambda kb: {"params": {"query": "ASK { ?s ?p ?o }"}},
     ("POST", "/query"): lambda kb: {"json": {"query": "SELECT * WHERE { ?s ?p ?o }"}},
+    ("POST", "/proposals"): lambda kb: {"json": {}},
     ("POST", "/export"): lambda kb: {"json": {}},
     ("POST", "/cord"): lambda kb: {"json": {}},
     ("POST", "/unravel"): lambda kb: {"json": {"tx": 1}},

@@ -29,8 +29,9 @@ the text would; they are refused together with ``USING``/``WITH`` in the text, a
 request has no such operation to scope.
 
 The vocabulary and SHACL gates (rule 8) validate each destination graph's inserts inside the
-write, before anything is interned (``quipu.shacl.update_gate``). Not here yet (the features do
-not exist): the workflow guard (rule 9) and semantic events (rule 12).
+write, before anything is interned (``quipu.shacl.update_gate``). Semantic events (rule 12)
+come from the store's event log, which only ROOT transactions feed. Not here yet (the feature
+does not exist): the workflow guard (rule 9).
 """
 
 from __future__ import annotations

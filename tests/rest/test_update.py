@@ -1,7 +1,7 @@
 """POST /update: SPARQL 1.1 Update over the SPARQL Protocol (tools-core §3.10).
 
-Not here: the vocabulary/SHACL gates (rule 8), the workflow guard (rule 9) and semantic events
-(rule 12), which arrive with later issues.
+The SHACL gate (rule 8) is tested in test_update_gate.py and the events of rule 12 in
+tests/store/test_events.py. Not here: the workflow guard (rule 9), which arrives with a later issue.
 """
 
 from __future__ import annotations

@@ -228,3 +228,16 @@ def test_an_emit_shape_records_a_violation_without_refusing(kb: KnowledgeBase) -
         and violation["payload"]["message"] == "a person should have a name"
     )
     assert kb.export().count("\n") == 1  # the write went through
+
+
+def test_an_update_emits_events_for_its_root_transaction_only(kb: KnowledgeBase) -> None:
+    kb.create_graph(EX + "g")
+    mark = _last_offset(kb)
+    kb.update(
+        f"INSERT DATA {{ <{EX}u> <{EX}knows> <{EX}v> . GRAPH <{EX}g> {{ <{EX}w> <{EX}knows> <{EX}v> }} }}"
+    )
+    found = kb.events(after=mark)
+    assert [e["type"] for e in found] == ["predicate.new", "entity.added", "edge.added"]
+    assert {e["subject"] for e in found[1:]} == {EX + "u"}
+    kb.update(f"DELETE DATA {{ <{EX}u> <{EX}knows> <{EX}v> }}")
+    assert _types(kb, found[-1]["offset"]) == ["entity.updated", "edge.retracted"]

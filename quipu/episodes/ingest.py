@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 
 from quipu import times
 from quipu.episodes.build import Built, Episode, build
@@ -74,22 +74,26 @@ def destination_graph(db: Database, ctx: WriteContext, iri: str | None, actor: s
         return register_graph_in(db, ctx, iri, actor=actor)[0]
 
 
+_c = facts.c
+_LIVE_VALUE = (
+    select(_c.v)
+    .where(_c.g == bindparam("g"), _c.e == bindparam("e"), _c.a == bindparam("a"))
+    .where(_c.op == OP_ASSERT, _c.valid_to.is_(None))
+    .limit(1)
+)
+
+
 def stored_hash(db: Database, ctx: WriteContext, g: int, built: Built, base_ns: str) -> str | None:
     """The activity's current ``aegis:contentHash`` in ``g`` (DM §9.4), or None."""
     predicate = base_ns + "contentHash"
     ids = db.terms.lookup_in(ctx, (built.activity, predicate))
     if built.activity not in ids or predicate not in ids:
         return None
-    c = facts.c
-    row = ctx.conn.execute(
-        select(c.v)
-        .where(c.g == g, c.e == ids[built.activity], c.a == ids[predicate])
-        .where(c.op == OP_ASSERT, c.valid_to.is_(None))
-        .limit(1)
-    ).first()
+    params = {"g": g, "e": ids[built.activity], "a": ids[predicate]}
+    row = ctx.dialect.prepared(_LIVE_VALUE).run(ctx.conn, params).fetchone()
     if row is None:
         return None
-    decoded = values.decode(bytes(row.v))
+    decoded = values.decode(bytes(row[0]))
     return str(decoded.value) if decoded.kind == "str" else None
 
 

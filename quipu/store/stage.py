@@ -1,7 +1,7 @@
 """Per-connection scratch tables that batches pass through.
 
-Set-based SQL over a staged batch (instead of one statement per triple) keeps bulk ingest and
-small writes on the same code path.
+Set-based SQL over a staged batch (instead of one statement per triple) serves bulk ingest and
+most writes; ``writes.assert_rows`` binds a batch of a few dozen claims into its INSERT instead.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -159,14 +159,15 @@ def _emit_root(db: Database, ctx: WriteContext, tx: int, ts: str, source: str | 
     """Events of one ROOT transaction, in the order of DM §11.1, in bounded batches.
 
     Pass one reads the transitions for the count, the new schema terms and the touched subjects
-    (ids only); pass two reads the edges. A bulk load of a million statements never holds its
-    events in memory at once.
+    (ids only); a large transaction then reads its edges in a second pass, so a bulk load of a
+    million statements never holds its events in memory at once. A small one keeps its rows.
     """
     conn, prepared = ctx.conn, ctx.dialect.prepared
     rdf_type = db.terms.lookup_in(ctx, (RDF_TYPE,)).get(RDF_TYPE)
     count = 0
     asserted: dict[tuple[bool, int], None] = {}  # (is type, term id) in first-appearance order
     touched: dict[int, None] = {}
+    kept: list[tuple[int, int, int, int]] | None = []  # the edges, while the transaction is small
     cursor = prepared(_TRANSITIONS).run(conn, {"tx": tx})
     while batch := cursor.fetchmany(_BATCH):
         count += len(batch)
@@ -177,28 +178,38 @@ def _emit_root(db: Database, ctx: WriteContext, tx: int, ts: str, source: str | 
                     asserted[(False, a)] = None
                 elif ref is not None:
                     asserted[(True, ref)] = None
+            if kept is not None and ref is not None and a != rdf_type:
+                kept.append((op, e, a, ref))
+        if count > _BATCH:
+            kept = None
     if not count:
         return
     mark = ctx.episode
     group = mark.group_id if mark is not None else None
-    out: list[_Row] = []
+    out = _Pending(ctx)
 
     def add(kind: str, subject: str | None, payload: dict[str, Any]) -> None:
-        out.append(_row(kind, ts, subject, group, tx, payload))
+        out.add(_row(kind, ts, subject, group, tx, payload))
 
     if source is not None and source.startswith(EPISODE_SOURCE):
         name = source[len(EPISODE_SOURCE) :]
         subject = mark.activity if mark is not None and mark.name == name else None
         add("episode.ingested", subject, {"name": name, "facts": count})
-    schema = _new_schema_terms(db, ctx, list(asserted))
-    for kind, term in schema:
-        add(f"{kind}.new", term, {f"{kind}_iri": term})
-    _insert_in_order(ctx, out, schema)
-    out.clear()
+    for kind, term in _new_schema_terms(db, ctx, list(asserted)):
+        out.first_of(_row(f"{kind}.new", ts, term, group, tx, {f"{kind}_iri": term}), kind, term)
 
     new_terms = set(ctx.pending_terms.values())
     before = first_tx or tx
-    seen: set[int] = set()  # touched subjects that had fact rows before this write
+    if kept is not None:  # one look-up for every subject and object
+        candidates = set(touched) | {ref for _op, _e, _a, ref in kept}
+        seen = _seen_before(ctx, candidates - new_terms, before)
+        iri = db.terms.iris_in(ctx, candidates | {a for _op, _e, a, _r in kept})
+        for e in touched:
+            add("entity.updated" if e in seen else "entity.added", iri[e], {})
+        _add_edges(add, kept, iri, seen, seen)
+        out.flush()
+        return
+    seen = set()  # touched subjects that had fact rows before this write
     subjects = list(touched)
     for i in range(0, len(subjects), _BATCH):
         chunk = subjects[i : i + _BATCH]
@@ -206,26 +217,61 @@ def _emit_root(db: Database, ctx: WriteContext, tx: int, ts: str, source: str | 
         iri = db.terms.iris_in(ctx, chunk)
         for e in chunk:
             add("entity.updated" if e in seen else "entity.added", iri[e], {})
-        ctx.dialect.insert_tuples(conn, events, _EVENT_COLUMNS, out)
-        out.clear()
-
+        out.flush()
     cursor = prepared(_EDGES).run(conn, {"tx": tx, "rdf_type": -1 if rdf_type is None else rdf_type})
     while batch := cursor.fetchmany(_BATCH):
-        objects = {int(ref) for _op, _e, _a, ref in batch} - new_terms
+        edges = [(int(op), int(e), int(a), int(ref)) for op, e, a, ref in batch]
+        objects = {ref for _op, _e, _a, ref in edges} - new_terms
         known = {r for r in objects if r in touched}
         object_seen = (seen & known) | _seen_before(ctx, objects - known, before)
-        iri = db.terms.iris_in(ctx, {t for _op, e, a, ref in batch for t in (e, a, ref)})
-        for op, e, a, ref in batch:
-            payload = {
-                "subject": iri[e],
-                "predicate": iri[a],
-                "object": iri[ref],
-                "subject_preexisting": e in seen,
-                "object_preexisting": ref in object_seen,
-            }
-            add("edge.added" if op == 1 else "edge.retracted", iri[e], payload)
-        ctx.dialect.insert_tuples(conn, events, _EVENT_COLUMNS, out)
-        out.clear()
+        iri = db.terms.iris_in(ctx, {t for _op, e, a, ref in edges for t in (e, a, ref)})
+        _add_edges(add, edges, iri, seen, object_seen)
+        out.flush()
+
+
+def _add_edges(
+    add: Callable[[str, str | None, dict[str, Any]], None],
+    edges: Sequence[tuple[int, int, int, int]],
+    iri: dict[int, str],
+    subject_seen: set[int],
+    object_seen: set[int],
+) -> None:
+    for op, e, a, ref in edges:
+        payload = {
+            "subject": iri[e],
+            "predicate": iri[a],
+            "object": iri[ref],
+            "subject_preexisting": e in subject_seen,
+            "object_preexisting": ref in object_seen,
+        }
+        add("edge.added" if op == 1 else "edge.retracted", iri[e], payload)
+
+
+class _Pending:
+    """Event rows waiting to be inserted, in order, with one executemany per flush.
+
+    A ``*.new`` event is inserted on its own (after what precedes it), because its offset
+    becomes its term's ``first_offset``.
+    """
+
+    def __init__(self, ctx: WriteContext) -> None:
+        self.ctx = ctx
+        self.rows: list[_Row] = []
+
+    def add(self, row: _Row) -> None:
+        self.rows.append(row)
+
+    def first_of(self, row: _Row, kind: str, term: str) -> None:
+        self.flush()
+        prepared = self.ctx.dialect.prepared
+        cursor = prepared(_INSERT_NEW).run(self.ctx.conn, dict(zip(_EVENT_COLUMNS, row, strict=True)))
+        offset = int(cursor.fetchone()[0])
+        prepared(_INSERT_TERM).run(self.ctx.conn, {"term": term, "kind": kind, "first_offset": offset})
+
+    def flush(self) -> None:
+        if self.rows:
+            self.ctx.dialect.insert_tuples(self.ctx.conn, events, _EVENT_COLUMNS, self.rows)
+            self.rows = []
 
 
 def _new_schema_terms(
@@ -256,27 +302,6 @@ def _seen_before(ctx: WriteContext, ids: set[int], tx: int) -> set[int]:
         params["tx"] = tx
         found.update(int(r[0]) for r in ctx.dialect.prepared(_SEEN[width]).run(ctx.conn, params))
     return found
-
-
-def _insert_in_order(ctx: WriteContext, rows: list[_Row], schema: list[tuple[str, str]]) -> None:
-    """Insert in list order; each ``*.new`` event's offset becomes its term's ``first_offset``."""
-    new_types = {f"{kind}.new" for kind in ("type", "predicate")}
-    conn, dialect = ctx.conn, ctx.dialect
-    pending: list[_Row] = []
-    terms = iter(schema)
-    for row in rows:
-        if row[0] not in new_types:
-            pending.append(row)
-            continue
-        if pending:
-            dialect.insert_tuples(conn, events, _EVENT_COLUMNS, pending)
-            pending = []
-        cursor = dialect.prepared(_INSERT_NEW).run(conn, dict(zip(_EVENT_COLUMNS, row, strict=True)))
-        offset = int(cursor.fetchone()[0])
-        kind, term = next(terms)
-        dialect.prepared(_INSERT_TERM).run(conn, {"term": term, "kind": kind, "first_offset": offset})
-    if pending:
-        dialect.insert_tuples(conn, events, _EVENT_COLUMNS, pending)
 
 
 def record_refusal(db: Database, conn: Connection, refusal: Refusal, reason: str) -> None:

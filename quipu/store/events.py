@@ -18,7 +18,17 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Select, bindparam, insert, literal, select, text
+from sqlalchemy import (
+    CompoundSelect,
+    Connection,
+    Select,
+    bindparam,
+    exists,
+    insert,
+    select,
+    text,
+    union_all,
+)
 
 from quipu import times
 from quipu.store.schema import ROOT, ROOT_IRI, events, facts, graphs, schema_terms
@@ -99,18 +109,21 @@ _EVENT_COLUMNS = ("type", "ts", "subject", "group_id", "tx_id", "payload")
 _WIDTHS = (1, 2, 4, 8, 16, 32, 64)  # IN-list sizes: a few prepared statements serve every write
 
 
-def _seen_statement(width: int) -> Select[Any]:
-    """Terms that were the subject of a fact row before ``:tx``, in any graph; the g IN list
-    lets the (g, e, ...) index answer each candidate without a scan."""
-    c = facts.c
-    every_graph = select(graphs.c.g).union(select(literal(ROOT)))
-    return (
-        select(c.e)
-        .distinct()
-        .where(
-            c.g.in_(every_graph), c.e.in_([bindparam(f"e{i}") for i in range(width)]), c.tx < bindparam("tx")
+def _seen_statement(width: int) -> CompoundSelect[Any]:
+    """Which of ``width`` terms were the subject of a fact row before ``:tx``, in any graph.
+
+    One EXISTS per candidate stops at the first row, so a subject with a long history costs one
+    index probe per graph (the g IN list lets the (g, e, ...) index answer it without a scan).
+    """
+    every_graph = select(graphs.c.g).scalar_subquery()  # ROOT (0) is a seeded row
+    probes: list[Select[Any]] = []
+    for i in range(width):
+        f = facts.alias(f"f{i}")
+        earlier = exists().where(
+            f.c.g.in_(every_graph), f.c.e == bindparam(f"e{i}"), f.c.tx < bindparam("tx")
         )
-    )
+        probes.append(select(bindparam(f"e{i}").label("e")).where(earlier))
+    return union_all(*probes)
 
 
 def _known_statement(width: int) -> Select[Any]:

@@ -10,10 +10,11 @@ is interned or written, so a refusal rolls back to nothing and the context is wh
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from rdflib import RDF, BNode, Graph, URIRef
 from rdflib.namespace import SH
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, Select, bindparam, select
 
 from quipu.errors import InvalidField, MissingField, ShaclViolation, WriteRefused
 from quipu.rdfio.formats import input_format
@@ -26,7 +27,6 @@ from quipu.store.events import QueuedEvent
 from quipu.store.schema import ROOT, facts
 from quipu.store.views import TemporalView
 
-_CHUNK = 500
 HINT = "propose a schema change via quipu_propose_schema_change"
 
 
@@ -40,6 +40,26 @@ def referenced_iris(graph: Graph) -> set[str]:
     out = {str(s) for s in graph.subjects() if isinstance(s, URIRef)}
     out |= {str(o) for o in graph.objects() if isinstance(o, URIRef)}
     return out
+
+
+_TYPE_WIDTHS = (4, 16, 64, 256)  # IN-list sizes: a few prepared statements serve every gate
+
+
+# Never evicted: the dialect caches prepared forms by statement identity, so a statement must
+# live as long as the process (one per graph scope and width: a handful per destination graph).
+_TYPE_STATEMENTS: dict[tuple[frozenset[int], int], Select[Any]] = {}
+
+
+def _types_statement(graphs: frozenset[int], width: int) -> Select[Any]:
+    """The current rdf:type facts of ``width`` entities in ``graphs``, prepared once."""
+    found = _TYPE_STATEMENTS.get((graphs, width))
+    if found is None:
+        c = facts.c
+        entities = c.e.in_([bindparam(f"e{k}") for k in range(width)])
+        view = TemporalView(graphs=graphs).where(facts)
+        found = select(c.e, c.v).where(view, c.a == bindparam("rdf_type"), entities)
+        found = _TYPE_STATEMENTS.setdefault((graphs, width), found)
+    return found
 
 
 def add_store_types(
@@ -64,15 +84,18 @@ def add_store_types(
     type_id = ids.pop(values.RDF + "type", None)
     if type_id is None or not ids:
         return 0
-    view = TemporalView(graphs=frozenset({ROOT, target}) if graphs is None else graphs)
+    scope = frozenset({ROOT, target}) if graphs is None else graphs
     entity_ids = sorted(set(ids.values()))
-    c = facts.c
     # A set: a type every episode re-asserts has one visible claim row per owner, and a node's
     # type must cost one graph insert however many owners it has.
     rows: set[tuple[int, bytes]] = set()
-    for i in range(0, len(entity_ids), _CHUNK):
-        query = select(c.e, c.v).where(view.where(facts), c.a == type_id, c.e.in_(entity_ids[i : i + _CHUNK]))
-        rows.update((int(r.e), bytes(r.v)) for r in conn.execute(query))
+    for i in range(0, len(entity_ids), _TYPE_WIDTHS[-1]):
+        chunk = entity_ids[i : i + _TYPE_WIDTHS[-1]]
+        width = next(w for w in _TYPE_WIDTHS if w >= len(chunk))
+        params = {f"e{k}": v for k, v in enumerate(chunk + [-1] * (width - len(chunk)))}
+        params["rdf_type"] = type_id
+        found = db.dialect.prepared(_types_statement(scope, width)).run(conn, params)
+        rows.update((int(e), bytes(v)) for e, v in found)
     class_ids = {values.ref_id(v) for _e, v in rows} - {None}
     iris = db.terms.iris(conn, [*ids.values(), *(i for i in class_ids if i is not None)])
     for e, v in sorted(rows):

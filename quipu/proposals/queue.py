@@ -171,7 +171,9 @@ def reject(
 
 
 def _pending(conn: Connection, pid: int) -> Proposal:
-    row = conn.execute(select(*_COLUMNS).where(_c.id == pid)).first()
+    # Ids are positive 64-bit integers: anything else names no proposal (and must not reach
+    # the driver, which cannot bind it).
+    row = conn.execute(select(*_COLUMNS).where(_c.id == pid)).first() if 1 <= pid < 2**63 else None
     if row is None:
         raise NotFound(f"proposal {pid} not found", field="id")
     found = _proposal(row)

@@ -373,6 +373,14 @@ def test_accept_refuses_an_unknown_id(client: TestClient) -> None:
     assert out["field"] == "id" and "proposal 99 not found" in out["error"]
 
 
+@pytest.mark.parametrize("pid", [0, -1, 2**63, -(10**26)])
+@pytest.mark.parametrize("route", ["/proposal/accept", "/proposal/reject"])
+def test_an_id_outside_the_64_bit_range_is_simply_not_found(client: TestClient, route: str, pid: int) -> None:
+    body = {"id": pid, "decided_by": "lead", "note": "n"}
+    out = problem(client.post(route, json=body), "not_found")
+    assert out["field"] == "id" and f"proposal {pid} not found" in out["error"]
+
+
 def test_accept_refuses_a_decided_proposal(client: TestClient) -> None:
     pid = propose(client)
     post(client, "/proposal/accept", id=pid, decided_by="lead", timestamp=T2)

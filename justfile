@@ -8,8 +8,9 @@ default: check test
 serve *args:
     {{uv}} run quipu-server {{args}}
 
-# The whole test suite
+# The whole test suite (first installs SWI-Prolog for the logic memory when swipl is missing)
 test *args:
+    sh scripts/ensure-swipl.sh
     {{uv}} run pytest {{args}}
 
 # MCP: `just mcp test` runs the protocol-level acceptance suite over HTTP and stdio (pytest args after it)

@@ -29,7 +29,10 @@ exits non-zero::
     ├── UnsupportedMediaType        415 unsupported_media_type
     ├── ResultTooLarge              422 join_limit_exceeded
     ├── ConfigError                 500 config_error
-    └── StorageError                500 storage_error
+    ├── StorageError                500 storage_error
+    └── LogicError                  400 logic_error       the logic memory's branch, drawn in
+                                                          quipu.logic.errors (engine, limits,
+                                                          refused goals, Prolog syntax)
 """
 
 from __future__ import annotations

@@ -1,0 +1,88 @@
+"""Errors of the logic engine: a branch of quipu's one error tree (``quipu.errors`` draws it).
+
+The tools map them to their wire texts (spec §2.3, §4); the REST layer maps them to HTTP through
+the same ``status`` and ``reason`` as every other error::
+
+    LogicError              400 logic_error
+    ├── EngineUnavailable   503 engine_unavailable   no engine can be started (swipl missing, ...)
+    ├── EngineDied          503 engine_died          the engine process ended; restart() it
+    ├── EngineLimit         400 engine_limit         a limit stopped the goal; the engine stays usable
+    │   ├── QueryTimeout    408 logic_timeout        the wall-clock limit (R-Q1)
+    │   └── StackLimit      400 stack_limit          the stack limit (R-Q2)
+    ├── GoalRefused         400 goal_refused         an untrusted goal calls something not allowed (R-Q4)
+    ├── PrologSyntaxError   400 prolog_syntax_error  the text is not exactly one Prolog term (R-P1)
+    ├── ClauseRejected      400 clause_rejected      the text parses but is not a storable clause
+    └── EngineError         500 engine_error         anything else the engine reported
+"""
+
+from __future__ import annotations
+
+from quipu.errors import QuipuError
+
+
+class LogicError(QuipuError):
+    """Base of the logic engine's errors."""
+
+    status = 400
+    reason = "logic_error"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+
+
+class EngineUnavailable(LogicError):
+    """No Prolog engine can be started."""
+
+    status = 503
+    reason = "engine_unavailable"
+
+
+class EngineDied(LogicError):
+    """The engine process is gone; call ``Engine.restart()`` to get a fresh one."""
+
+    status = 503
+    reason = "engine_died"
+
+
+class EngineLimit(LogicError):
+    """A resource limit stopped the goal."""
+
+    reason = "engine_limit"
+
+
+class QueryTimeout(EngineLimit):
+    """The per-call wall-clock limit fired."""
+
+    status = 408
+    reason = "logic_timeout"
+
+
+class StackLimit(EngineLimit):
+    """The goal ran out of Prolog stack."""
+
+    reason = "stack_limit"
+
+
+class GoalRefused(LogicError):
+    """The goal calls a predicate that untrusted goals may not call."""
+
+    reason = "goal_refused"
+
+
+class PrologSyntaxError(LogicError):
+    """The text does not parse as exactly one term."""
+
+    reason = "prolog_syntax_error"
+
+
+class ClauseRejected(LogicError):
+    """The term cannot be stored as a clause (variable head, built-in head, ...)."""
+
+    reason = "clause_rejected"
+
+
+class EngineError(LogicError):
+    """An unexpected error reported by the engine."""
+
+    status = 500
+    reason = "engine_error"

@@ -12,7 +12,11 @@ the same ``status`` and ``reason`` as every other error::
     ├── GoalRefused         400 goal_refused         an untrusted goal calls something not allowed (R-Q4)
     ├── PrologSyntaxError   400 prolog_syntax_error  the text is not exactly one Prolog term (R-P1)
     ├── ClauseRejected      400 clause_rejected      the text parses but is not a storable clause
-    └── EngineError         500 engine_error         anything else the engine reported
+    ├── EngineError         500 engine_error         anything else the engine reported
+    ├── ProjectNotFound     400 project_not_found    no .zpm/ above the start directory (project.py)
+    ├── SnapshotNameError   400 invalid_snapshot_name  a name save/restore refuse (snapshots.py)
+    ├── SnapshotError       400 snapshot_unusable    missing, unreadable or not a snapshot (snapshots.py)
+    └── JournalError        500 journal_error        not active, or rotation failed (journal.py)
 """
 
 from __future__ import annotations

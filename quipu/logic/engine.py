@@ -194,6 +194,7 @@ class Engine:
         self._dead_reason: str | None = None
         self._memories: list[str] = []
         self._hooks: list[Callable[[Engine], None]] = []
+        self._helpers: list[Path] = []
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -267,6 +268,8 @@ class Engine:
             raise EngineUnavailable(f"the Prolog engine did not start: {exc!r}") from exc
         self._process, self._mqi, self._thread, self._dir = process, mqi, thread, workdir
         self._dead_reason = None
+        for helper in self._helpers:
+            self._consult(helper)
 
     def _await_connection_values(
         self, process: subprocess.Popen[bytes], out_path: Path, err_path: Path, sock: Path
@@ -308,6 +311,28 @@ class Engine:
             self._call(f"quipu_logic:ql_ensure_memory({name}), R = ok", self.query_timeout)
         for hook in self._hooks:
             hook(self)
+
+    def load_helper(self, path: Path) -> None:
+        """Load one more trusted helper module (a ``.pl`` file of ours) now, if started, and
+        again after every start and restart, before the restart hooks run."""
+        resolved = Path(path).resolve()
+        if resolved in self._helpers:
+            return
+        self._helpers.append(resolved)
+        if self._thread is not None:
+            self._consult(resolved)
+
+    def _consult(self, path: Path) -> None:
+        self._call(
+            f"atom_string(F, {prolog_string(str(path))}), load_files(F, [silent(true)]), R = ok",
+            self.load_timeout,
+        )
+
+    def call_helper(self, goal: str, *, timeout: float | None = None) -> Any:
+        """Run one goal of a helper module that binds ``R`` and return R's JSON value, bounded
+        by ``timeout`` (default: the query limit). The caller builds the goal only from
+        validated names and ``prolog_string`` literals (R-P3)."""
+        return self._call(goal, self.query_timeout if timeout is None else timeout)
 
     # ------------------------------------------------------------------ calls
 

@@ -1,0 +1,269 @@
+"""The truth maintenance tools of the logic memory as a service (spec §4.16-§4.21, §5).
+
+``TmsService`` runs the six tools ``assume_fact``, ``get_belief_status``,
+``get_justification``, ``list_assumptions``, ``retract_assumption`` and
+``retract_assumptions`` over one ``Engine``, in the style of ``KnowledgeService``
+(quipu/logic/knowledge.py), whose ``ToolResult``, ``Memories``, ``JournalSink``, argument
+validation and error texts it reuses.
+
+Records (§5.1): justifications ``tms_justification(Fact, Assumption)`` and sources
+``zpm_source(Fact, Source)`` are ordinary facts of the memory, so snapshots carry them.
+Justifications are journaled as ``assert`` entries like any clause; source records are not
+(as in knowledge.py: replay and snapshot loading write their own, R-TM9).
+
+Order of engine change and journal:
+
+* ``assume_fact`` changes the engine first, then hands over the ``assert`` entries that were
+  actually applied (R-TM2), like the knowledge tools.
+* A retraction is planned first (a read), its one batch -- ``retractall`` of
+  ``tms_justification(_, A)``, then a ``retractall`` per orphaned fact -- is handed to the
+  journal, and only then is the engine changed (R-TM6). The engine applies exactly the texts
+  it journaled, with their replay meaning (R-W2), so a replay reproduces the live state.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import threading
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from quipu.logic.engine import Engine
+from quipu.logic.errors import EngineDied, LogicError
+from quipu.logic.knowledge import (
+    DEFAULT_MEMORY,
+    EXECUTION_FAILED,
+    INVALID_ARGUMENTS,
+    PLAIN_ATOM,
+    READ_ONLY,
+    JournalSink,
+    Memories,
+    ToolResult,
+    _Fail,
+    _functor,
+    _json,
+    _optional_str,
+    _raise_limit,
+    _required_str,
+)
+from quipu.logic.knowledge import HELPER as KNOWLEDGE_HELPER
+from quipu.logic.terms import prolog_string
+
+HELPER = Path(__file__).parent / "prolog" / "tms.pl"
+
+RULE_SYNTAX = "assume_fact: fact must not contain rule syntax"
+
+# §4.21: the first character of a pattern, and every later one.
+_PATTERN = re.compile(r"[a-z*?][A-Za-z0-9_*?]*\Z")
+
+TOOL_NAMES = (
+    "assume_fact",
+    "get_belief_status",
+    "get_justification",
+    "list_assumptions",
+    "retract_assumption",
+    "retract_assumptions",
+)
+
+_Handler = Callable[[Mapping[str, Any]], ToolResult]
+
+
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """R-RA1: ``*`` any sequence (also empty), ``?`` one character, everything else itself;
+    the whole name must match."""
+    parts = [".*" if ch == "*" else "." if ch == "?" else re.escape(ch) for ch in pattern]
+    return re.compile("".join(parts) + r"\Z", re.DOTALL)
+
+
+class TmsService:
+    """The TMS tools over one engine. ``call(name, arguments)`` runs a tool by name; each tool
+    also has a method of its own name. Pass the knowledge service's lock as ``lock`` to
+    serialise both services' calls on one engine (R-T3)."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        memories: Memories,
+        journal: JournalSink,
+        *,
+        lock: threading.RLock | None = None,
+    ) -> None:
+        self.engine = engine
+        self.memories = memories
+        self.journal = journal
+        self._lock = lock if lock is not None else threading.RLock()
+        engine.load_helper(KNOWLEDGE_HELPER)  # qk_note_source, qk_text (idempotent)
+        engine.load_helper(HELPER)
+        self._handlers: dict[str, _Handler] = {
+            "assume_fact": self._assume_fact,
+            "get_belief_status": self._get_belief_status,
+            "get_justification": self._get_justification,
+            "list_assumptions": self._list_assumptions,
+            "retract_assumption": self._retract_assumption,
+            "retract_assumptions": self._retract_assumptions,
+        }
+
+    # ------------------------------------------------------------------ dispatch
+
+    def handles(self, name: str) -> bool:
+        return name in self._handlers
+
+    def call(self, name: str, arguments: Any = None) -> ToolResult:
+        """Run tool ``name``; ``arguments`` absent (None) means no arguments. Raises KeyError
+        for a name that is not one of these tools (a protocol error, R-T8)."""
+        handler = self._handlers[name]
+        with self._lock:
+            try:
+                if arguments is None:
+                    arguments = {}
+                if not isinstance(arguments, Mapping):
+                    raise _Fail(INVALID_ARGUMENTS)
+                return handler(arguments)
+            except _Fail as failure:
+                return ToolResult(failure.text, True)
+            except EngineDied:
+                with contextlib.suppress(LogicError):  # still unavailable: later calls fail too
+                    self.engine.restart()
+                return ToolResult(EXECUTION_FAILED, True)
+            except LogicError:
+                return ToolResult(EXECUTION_FAILED, True)
+            except ValueError:  # the engine refused a memory name or text
+                return ToolResult(EXECUTION_FAILED, True)
+
+    def assume_fact(self, arguments: Any = None) -> ToolResult:
+        return self.call("assume_fact", arguments)
+
+    def get_belief_status(self, arguments: Any = None) -> ToolResult:
+        return self.call("get_belief_status", arguments)
+
+    def get_justification(self, arguments: Any = None) -> ToolResult:
+        return self.call("get_justification", arguments)
+
+    def list_assumptions(self, arguments: Any = None) -> ToolResult:
+        return self.call("list_assumptions", arguments)
+
+    def retract_assumption(self, arguments: Any = None) -> ToolResult:
+        return self.call("retract_assumption", arguments)
+
+    def retract_assumptions(self, arguments: Any = None) -> ToolResult:
+        return self.call("retract_assumptions", arguments)
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _memory(self, arguments: Mapping[str, Any], *, write: bool) -> str:
+        """As KnowledgeService: absent, null or "" is default (R-A4, R-M7); not mounted
+        fails; a mutation of a read-only memory fails (R-M8)."""
+        name = _optional_str(arguments, "memory") or DEFAULT_MEMORY
+        mode = self.memories.mode(name)
+        if mode is None:
+            raise _Fail(f"Memory not mounted: {name}")
+        if write and mode != "rw":
+            raise _Fail(READ_ONLY)
+        if name not in self.engine.memories():
+            self.engine.ensure_memory(name)
+        return name
+
+    def _helper(self, goal: str) -> tuple[str, list[Any]]:
+        return _functor(self.engine.call_helper(f"quipu_tms:{goal}"))
+
+    def _ok(self, goal: str) -> list[Any]:
+        """The payload of a read helper's ok(...); anything else is ExecutionFailed."""
+        kind, args = self._helper(goal)
+        if kind != "ok":
+            raise _Fail(EXECUTION_FAILED)
+        return args
+
+    def _assumptions(self, memory: str) -> list[str]:
+        (names,) = self._ok(f"qt_assumptions({memory}, R)")
+        return [str(name) for name in names]
+
+    def _retract(self, memory: str, assumption: str) -> int | None:
+        """Retract one assumption (§5.2): plan, journal, then apply (R-TM6). Returns the number
+        of orphaned facts, or None when no justification has that name (nothing journaled)."""
+        plan = self._ok(f"qt_retract_plan({memory}, {prolog_string(assumption)}, R)")
+        if plan == ["unknown"]:
+            return None
+        count, texts = int(plan[0]), [str(text) for text in plan[1]]
+        self.journal.append(memory, [("retractall", text) for text in texts])
+        literals = ", ".join(prolog_string(text) for text in texts)
+        kind, _ = self._helper(f"qt_apply({memory}, [{literals}], R)")
+        if kind != "ok":  # journaled already: the next replay applies it
+            raise _Fail(EXECUTION_FAILED)
+        return count
+
+    # ------------------------------------------------------------------ tools
+
+    def _assume_fact(self, arguments: Mapping[str, Any]) -> ToolResult:
+        fact = _required_str(arguments, "fact")
+        assumption = _required_str(arguments, "assumption")
+        if not PLAIN_ATOM.match(assumption):
+            raise _Fail(INVALID_ARGUMENTS)
+        if ":-" in fact:
+            raise _Fail(RULE_SYNTAX)
+        memory = self._memory(arguments, write=True)
+        kind, args = self._helper(
+            f"qt_assume({memory}, {prolog_string(fact)}, {prolog_string(assumption)}, R)"
+        )
+        if kind != "ok":
+            _raise_limit(kind)
+            if kind == "error" and args and args[0] == "rule":
+                raise _Fail(RULE_SYNTAX)  # e.g. ':-'(a, b) written without the operator
+            raise _Fail(f"assume_fact: failed to assert fact: {fact}")
+        entries: list[tuple[str, str]] = []
+        for item in args[0]:
+            _, (op, text) = _functor(item)
+            entries.append((str(op), str(text)))
+        if entries:  # R-TM2: nothing when nothing changed
+            self.journal.append(memory, entries)
+        return ToolResult(f"Assumed: {fact} under assumption '{assumption}'")
+
+    def _get_belief_status(self, arguments: Mapping[str, Any]) -> ToolResult:
+        fact = _required_str(arguments, "fact")
+        memory = self._memory(arguments, write=False)
+        kind, args = self._helper(f"qt_status({memory}, {prolog_string(fact)}, R)")
+        if kind != "ok":
+            _raise_limit(kind)
+            raise _Fail(INVALID_ARGUMENTS)  # the text does not parse
+        names, source = [str(name) for name in args[0]], str(args[1])
+        status = "in" if names else "out"  # R-TM8: justification, not derivability
+        return ToolResult(_json({"status": status, "justifications": names, "source": source}))
+
+    def _get_justification(self, arguments: Mapping[str, Any]) -> ToolResult:
+        assumption = _required_str(arguments, "assumption")
+        if not PLAIN_ATOM.match(assumption):
+            raise _Fail(INVALID_ARGUMENTS)
+        memory = self._memory(arguments, write=False)
+        (texts,) = self._ok(f"qt_facts({memory}, {prolog_string(assumption)}, R)")
+        return ToolResult(_json({"facts": [str(text) for text in texts]}))  # R-GJ1
+
+    def _list_assumptions(self, arguments: Mapping[str, Any]) -> ToolResult:
+        memory = self._memory(arguments, write=False)
+        return ToolResult(_json({"assumptions": self._assumptions(memory)}))  # R-LA1
+
+    def _retract_assumption(self, arguments: Mapping[str, Any]) -> ToolResult:
+        assumption = _required_str(arguments, "assumption")
+        if not PLAIN_ATOM.match(assumption):
+            raise _Fail(INVALID_ARGUMENTS)
+        memory = self._memory(arguments, write=True)
+        count = self._retract(memory, assumption)
+        if count is None:
+            raise _Fail(f"Unknown assumption '{assumption}'")
+        return ToolResult(f"Retracted assumption '{assumption}': {count} fact(s) removed")
+
+    def _retract_assumptions(self, arguments: Mapping[str, Any]) -> ToolResult:
+        pattern = _required_str(arguments, "pattern")
+        if not _PATTERN.match(pattern):
+            raise _Fail(INVALID_ARGUMENTS)
+        memory = self._memory(arguments, write=True)
+        regex = glob_regex(pattern)
+        matching = [name for name in self._assumptions(memory) if regex.match(name)]
+        removed = 0
+        for name in matching:  # R-RA2: one batch each, in order of first appearance
+            if self._retract(memory, name) is not None:
+                removed += 1
+        return ToolResult(f"Retracted pattern '{pattern}': {removed} assumption(s) removed")
+
+
+__all__ = ["HELPER", "RULE_SYNTAX", "TOOL_NAMES", "TmsService", "glob_regex"]

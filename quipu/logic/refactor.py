@@ -1,0 +1,466 @@
+"""The refactoring and overview tools of the logic memory (spec §4.8-§4.10).
+
+``RefactorService`` runs ``find_predicate_references``, ``rename_predicate`` and
+``get_kb_overview`` over one ``Engine``, in the style of ``KnowledgeService`` (same
+``ToolResult``, ``Memories`` and ``JournalSink`` seams, same argument rules). The overview also
+needs facts that live outside the engine (snapshot files, journal size, the mount table); they
+come through ``OverviewSource``, which the runtime provides. Without one the overview reports
+nothing configured (the seed's empty-KB example).
+
+``rename_predicate`` changes each memory in one helper call inside a Prolog transaction and
+hands that memory's journal batch over afterwards (R-RN6): for every predicate it rebuilt, a
+``retractall`` of its most general head followed by an ``assert`` of each of its new clauses in
+order, so that replay reproduces the renamed state including clause order (R-W4). A dry run
+computes the same plan and applies nothing (R-RN5, R-W6).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from quipu.logic.engine import Engine
+from quipu.logic.errors import EngineDied, LogicError
+from quipu.logic.knowledge import (
+    DEFAULT_MEMORY,
+    EXECUTION_FAILED,
+    HIDDEN_PREDICATES,
+    INVALID_ARGUMENTS,
+    PLAIN_ATOM,
+    JournalSink,
+    Memories,
+    Mode,
+    ToolResult,
+    _Fail,
+    _functor,
+    _json,
+    _kind,
+    _optional_int,
+    _optional_str,
+    _required_str,
+)
+from quipu.logic.snapshots import SnapshotInfo, latest_by_name
+
+HELPER = Path(__file__).parent / "prolog" / "refactor.pl"
+ENGINE_NOT_INITIALIZED = "Prolog engine is not initialized"
+ALL_MEMORIES = "__all__"  # R-FR2
+OVERVIEW_BUDGET = 64 * 1024  # R-O8, bytes of the UTF-8 text
+DEFAULT_SAMPLE_SIZE = 2  # R-O2
+MAX_SAMPLE_SIZE = 50
+
+TOOL_NAMES = ("find_predicate_references", "rename_predicate", "get_kb_overview")
+
+# §4.9: name -> arities at which it may not be renamed.
+PROTECTED_OPERATORS: dict[str, tuple[int, ...]] = {
+    "=": (2,),
+    ",": (2,),
+    ";": (2,),
+    "is": (2,),
+    "->": (2,),
+    "\\=": (2,),
+    "==": (2,),
+    "\\==": (2,),
+    "=..": (2,),
+    "@<": (2,),
+    "@>": (2,),
+    "@=<": (2,),
+    "@>=": (2,),
+    "<": (2,),
+    ">": (2,),
+    "=<": (2,),
+    ">=": (2,),
+    "+": (2,),
+    "-": (2,),
+    "*": (2,),
+    "/": (2,),
+    ":-": (1, 2),
+    "\\+": (1,),
+    "!": (0,),
+}
+
+Scope = Literal["project", "global"]
+
+
+@dataclass(frozen=True, slots=True)
+class MountInfo:
+    """One mounted memory as the registry knows it (§7.4)."""
+
+    name: str
+    scope: Scope
+    mode: Mode
+    path: Path | None = None
+
+
+class OverviewSource(Protocol):
+    """What ``get_kb_overview`` needs from persistence and the mount registry (R-O5..R-O7)."""
+
+    def mounts(self) -> Sequence[MountInfo] | None:
+        """The mounted memories, ``default`` included; ``None`` when there is no registry."""
+        ...
+
+    def snapshots(self, memory: str) -> Sequence[SnapshotInfo]:
+        """The snapshot files of ``memory`` (R-N3: seed files and knowledge.pl excluded)."""
+        ...
+
+    def journal_pending(self, memory: str) -> int:
+        """Newline characters in the memory's journal; 0 when missing or persistence is off."""
+        ...
+
+    def persistence_healthy(self) -> bool:
+        """True when persistence is ``active`` (R-N7)."""
+        ...
+
+
+_Handler = Callable[[Mapping[str, Any]], ToolResult]
+
+
+class RefactorService:
+    """The three 0.4.0 inventory tools over one engine. ``call(name, arguments)`` runs a tool by
+    name; each tool also has a method of its own name."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        memories: Memories,
+        journal: JournalSink,
+        overview: OverviewSource | None = None,
+        *,
+        lock: threading.RLock | None = None,
+    ) -> None:
+        self.engine = engine
+        self.memories = memories
+        self.journal = journal
+        self.overview = overview
+        # Share the KnowledgeService's lock: the engine takes one call at a time (R-T3).
+        self._lock = threading.RLock() if lock is None else lock
+        engine.load_helper(HELPER)
+        self._handlers: dict[str, _Handler] = {
+            "find_predicate_references": self._find_predicate_references,
+            "rename_predicate": self._rename_predicate,
+            "get_kb_overview": self._get_kb_overview,
+        }
+
+    # ------------------------------------------------------------------ dispatch
+
+    def handles(self, name: str) -> bool:
+        return name in self._handlers
+
+    def call(self, name: str, arguments: Any = None) -> ToolResult:
+        """Run tool ``name``; raises KeyError for a name that is not one of these tools (R-T8)."""
+        handler = self._handlers[name]
+        with self._lock:
+            try:
+                if arguments is None or (name == "get_kb_overview" and not isinstance(arguments, Mapping)):
+                    arguments = {}  # the overview never fails on its arguments (§4.10)
+                if not isinstance(arguments, Mapping):
+                    raise _Fail(INVALID_ARGUMENTS)
+                return handler(arguments)
+            except _Fail as failure:
+                return ToolResult(failure.text, True)
+            except EngineDied:
+                self._recover()
+                return ToolResult(ENGINE_NOT_INITIALIZED, True)
+            except LogicError:
+                return ToolResult(EXECUTION_FAILED, True)
+            except ValueError:
+                return ToolResult(EXECUTION_FAILED, True)
+
+    def _recover(self) -> None:
+        # A closed or never started engine (pid None) stays down; a dead one is restarted.
+        if self.engine.pid is not None:
+            with contextlib.suppress(LogicError):
+                self.engine.restart()
+
+    def find_predicate_references(self, arguments: Any = None) -> ToolResult:
+        return self.call("find_predicate_references", arguments)
+
+    def rename_predicate(self, arguments: Any = None) -> ToolResult:
+        return self.call("rename_predicate", arguments)
+
+    def get_kb_overview(self, arguments: Any = None) -> ToolResult:
+        return self.call("get_kb_overview", arguments)
+
+    # ------------------------------------------------------------------ helpers
+
+    def _helper(self, goal: str) -> Any:
+        result = self.engine.call_helper(f"quipu_refactor:{goal}")
+        kind, args = _functor(result)
+        if kind != "ok":
+            raise _Fail(EXECUTION_FAILED)
+        return args
+
+    def _ensure(self, name: str) -> None:
+        if name not in self.engine.memories():
+            self.engine.ensure_memory(name)
+
+    def _mounted(self) -> list[str]:
+        """Memories mounted now (R-FR2, R-RN4): the engine's memories the registry knows, with
+        ``default`` always among them, sorted by name."""
+        names = {name for name in self.engine.memories() if self.memories.mode(name) is not None}
+        names.add(DEFAULT_MEMORY)
+        return sorted(names)
+
+    # ------------------------------------------------------------------ find_predicate_references
+
+    def _find_predicate_references(self, arguments: Mapping[str, Any]) -> ToolResult:
+        functor = _required_str(arguments, "functor")
+        if not PLAIN_ATOM.match(functor):
+            raise _Fail(INVALID_ARGUMENTS)
+        arity = _optional_int(arguments, "arity")
+        if arity is not None and arity < 0:
+            raise _Fail(INVALID_ARGUMENTS)
+        include_cross = _optional_bool(arguments, "include_cross_memory_refs", True)
+        scope = _optional_str(arguments, "memory") or DEFAULT_MEMORY
+        if scope == ALL_MEMORIES:
+            scanned = self._mounted()
+        else:
+            if self.memories.mode(scope) is None:
+                raise _Fail(f"Memory not mounted: {scope}")
+            scanned = [scope]
+        for name in scanned:
+            self._ensure(name)
+        listing = ", ".join(scanned)
+        wanted = -1 if arity is None else arity
+        rules, facts, justs, cross = self._helper(f"qr_refs([{listing}], {functor}, {wanted}, R)")
+        rule_rows = sorted((_args(item) for item in rules), key=_memory_first)  # R-FR7
+        just_rows = sorted((_args(item) for item in justs), key=_memory_first)
+        cross_rows = sorted((_args(item) for item in cross), key=_memory_first) if include_cross else []
+        payload = {
+            "target": functor if arity is None else f"{functor}/{arity}",  # R-FR1
+            "memory": scope,
+            "rules": [{"head": h, "body": b, "memory": m} for m, h, b in rule_rows],
+            "direct_facts_count": int(facts),
+            "facts_referenced_in_assumptions": [
+                {"assumption": a, "fact": f, "memory": m} for m, a, f in just_rows
+            ],
+            "cross_memory_refs": [
+                {"head": h, "body": b, "memory": m, "qualifier": q} for m, q, h, b in cross_rows
+            ],
+        }
+        return ToolResult(_json(payload))
+
+    # ------------------------------------------------------------------ rename_predicate
+
+    def _rename_predicate(self, arguments: Mapping[str, Any]) -> ToolResult:
+        old = _required_str(arguments, "old_functor")
+        new = _required_str(arguments, "new_functor")
+        arity = _optional_int(arguments, "arity")
+        if arity is not None and arity < 0:
+            raise _Fail(INVALID_ARGUMENTS)
+        memory = _optional_str(arguments, "memory") or DEFAULT_MEMORY
+        dry_run = _optional_bool(arguments, "dry_run", False)
+        propagate = _optional_bool(arguments, "propagate_cross_memory_refs", False)
+        for name in (old, new):  # error 2
+            protected = _protected_arity(name, arity)
+            if protected is not None:
+                raise _Fail(f"Cannot rename ISO operator: {name}/{protected}")
+        for name in (old, new):  # error 3; the TMS records are no user predicates [designed here]
+            if not PLAIN_ATOM.match(name) or name in HIDDEN_PREDICATES:
+                raise _Fail(INVALID_ARGUMENTS)
+        mode = self.memories.mode(memory)  # error 4
+        if mode is None:
+            raise _Fail(f"Memory not mounted: {memory}")
+        if mode != "rw":
+            raise _Fail(f"Cannot rename in read-only memory: {memory}")
+        if old == new:  # error 5
+            raise _Fail("old_functor and new_functor are identical")
+        self._ensure(memory)
+        if arity is None:  # error 6, R-RN1
+            (arities,) = self._helper(f"qr_arities({memory}, {old}, R)")
+            if len(arities) > 1:
+                listed = ", ".join(str(int(a)) for a in arities)
+                raise _Fail(
+                    f"Ambiguous arity for {old}; detected arities: {listed}. Specify arity parameter."
+                )
+            if not arities:
+                return ToolResult(_rename_text(0, 0, [], [], [], []))
+            arity = int(arities[0])
+        (exists,) = self._helper(f"qr_has_clauses({memory}, {new}, {arity}, R)")
+        if exists == "true":  # error 7
+            raise _Fail(f"Cannot rename: {new}/{arity} already exists in memory '{memory}'")
+        (builtin,) = self._helper(f"qr_builtin({new}, {arity}, R)")
+        if builtin == "true":  # a built-in cannot be redefined [designed here]
+            raise _Fail(INVALID_ARGUMENTS)
+        apply = "false" if dry_run else "true"
+        facts, rules, ids, entries = self._helper(f"qr_rename({memory}, {old}, {arity}, {new}, {apply}, R)")
+        if not dry_run and entries:
+            self.journal.append(memory, _entries(entries))
+        rewritten: list[dict[str, Any]] = []
+        warnings: list[dict[str, Any]] = []
+        skipped: list[dict[str, Any]] = []
+        for other in self._mounted():  # R-RN4, ordered by name
+            if other == memory:
+                continue
+            writable = self.memories.mode(other) == "rw"
+            change = writable and propagate and not dry_run
+            refs, updated, other_entries = self._helper(
+                f"qr_requalify({other}, {memory}, {old}, {arity}, {new}, {'true' if change else 'false'}, R)"
+            )
+            if int(refs) == 0:
+                continue
+            if not writable:
+                skipped.append({"memory": other, "refs": int(refs), "reason": "read-only"})
+            elif propagate:
+                if change and other_entries:
+                    self.journal.append(other, _entries(other_entries))
+                rewritten.append({"memory": other, "rules_updated": int(updated)})
+            else:
+                warnings.append(
+                    {"memory": other, "refs": int(refs), "reason": "propagate_cross_memory_refs=false"}
+                )
+        id_texts = [str(text) for text in ids]
+        return ToolResult(_rename_text(int(facts), int(rules), id_texts, rewritten, warnings, skipped))
+
+    # ------------------------------------------------------------------ get_kb_overview
+
+    def _get_kb_overview(self, arguments: Mapping[str, Any]) -> ToolResult:
+        size = arguments.get("sample_size")
+        if isinstance(size, bool) or not isinstance(size, int):  # R-O2
+            size = DEFAULT_SAMPLE_SIZE
+        size = max(0, min(MAX_SAMPLE_SIZE, int(size)))
+        self._ensure(DEFAULT_MEMORY)  # R-O1: the default memory only
+        preds, names = self._helper(f"qr_overview({DEFAULT_MEMORY}, {size}, R)")
+        rows: list[tuple[str, int, int, int, list[str]]] = []
+        for item in preds:
+            name, arity, count, rule_count, samples = _args(item)
+            if PLAIN_ATOM.match(str(name)) and str(name) not in HIDDEN_PREDICATES:  # R-I1
+                rows.append((str(name), int(arity), int(count), int(rule_count), [str(s) for s in samples]))
+        rows.sort(key=_overview_order)
+        rest = self._overview_rest([str(n) for n in names])
+        effective = size
+        text = _overview_text(rows, effective, rest, truncated=False)
+        while len(text.encode("utf-8")) > OVERVIEW_BUDGET and effective > 0:  # R-O8
+            effective //= 2
+            text = _overview_text(rows, effective, rest, truncated=True)
+        return ToolResult(text)
+
+    def _overview_rest(self, assumption_names: list[str]) -> dict[str, Any]:
+        """Everything after ``predicates``: never cut by the budget (R-O8)."""
+        source = self.overview
+        snapshots: Sequence[SnapshotInfo] = () if source is None else source.snapshots(DEFAULT_MEMORY)
+        latest = latest_by_name(snapshots)  # R-O5
+        mounts = None if source is None else source.mounts()
+        items = sorted(mounts or (), key=lambda mount: mount.name)  # R-O7
+        return {
+            "assumptions": {"count": len(assumption_names), "names": assumption_names},  # R-O4
+            "snapshots": {
+                "count": len(snapshots),
+                "latest": None if latest is None else latest.name,
+                "latest_at": None if latest is None else latest.mtime_utc,
+            },
+            "persistence": {  # R-O6
+                "wal_pending": 0 if source is None else source.journal_pending(DEFAULT_MEMORY),
+                "healthy": False if source is None else source.persistence_healthy(),
+            },
+            "mounts": {
+                "available": mounts is not None,
+                "count": len(items),
+                "items": [{"name": m.name, "scope": m.scope, "mode": m.mode} for m in items],
+            },
+        }
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _optional_bool(arguments: Mapping[str, Any], key: str, default: bool) -> bool:
+    """R-A2: JSON booleans and the strings "true"/"false" (the CLI's spelling)."""
+    value = arguments.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        return value
+    if value == "true":
+        return True
+    if value == "false":
+        return False
+    raise _Fail(INVALID_ARGUMENTS)
+
+
+def _protected_arity(name: str, arity: int | None) -> int | None:
+    """The arity at which ``name`` is a protected operator; the highest when arity is omitted."""
+    arities = PROTECTED_OPERATORS.get(name, ())
+    if arity is None:
+        return max(arities, default=None)
+    return arity if arity in arities else None
+
+
+def _args(item: Any) -> list[Any]:
+    _, args = _functor(item)
+    return args
+
+
+def _memory_first(row: Sequence[Any]) -> tuple[Any, ...]:
+    """R-FR7 with the default memory first [designed here], as the seed's __all__ example
+    lists default's rule before audit's; then plain string order of the remaining keys."""
+    return (row[0] != DEFAULT_MEMORY, *row)
+
+
+def _overview_order(row: tuple[str, int, int, int, list[str]]) -> tuple[int, str, int]:
+    """Predicates with only facts first, then mixed, then only rules; then name and arity.
+    [designed here] in place of R-I3's plain name order, so that the seed's example (parent
+    facts before the ancestor rule) comes out as printed."""
+    _, _, count, rules, _ = row
+    rank = {"fact": 0, "both": 1, "rule": 2}[_kind(count, rules)]
+    return (rank, row[0], row[1])
+
+
+def _overview_text(
+    rows: Sequence[tuple[str, int, int, int, list[str]]], size: int, rest: dict[str, Any], *, truncated: bool
+) -> str:
+    predicates = [
+        {
+            "functor": name,
+            "arity": arity,
+            "kind": _kind(count, rules),
+            "count": count,
+            "samples": samples[:size],
+        }
+        for name, arity, count, rules, samples in rows
+    ]
+    return _json({"predicates": predicates, **rest, "truncated": truncated})
+
+
+def _rename_text(
+    facts: int,
+    rules: int,
+    ids: list[str],
+    rewritten: list[dict[str, Any]],
+    warnings: list[dict[str, Any]],
+    skipped: list[dict[str, Any]],
+) -> str:
+    """§4.9's JSON, with ", " and ": " separators as printed in the document; R-RN7."""
+    payload = {
+        "renamed_facts": facts,
+        "rewritten_rule_bodies": rules,
+        "affected_rule_ids": ids,
+        "cross_memory_impact": {"rewritten": rewritten, "warnings": warnings, "skipped_readonly": skipped},
+        "is_error": False,
+    }
+    return json.dumps(payload, ensure_ascii=False)
+
+
+def _entries(items: Sequence[Any]) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for item in items:
+        op, text = _args(item)
+        out.append((str(op), str(text)))
+    return out
+
+
+__all__ = [
+    "ALL_MEMORIES",
+    "ENGINE_NOT_INITIALIZED",
+    "HELPER",
+    "OVERVIEW_BUDGET",
+    "PROTECTED_OPERATORS",
+    "TOOL_NAMES",
+    "MountInfo",
+    "OverviewSource",
+    "RefactorService",
+]

@@ -1,0 +1,219 @@
+"""The persistence tools of the logic memory as a service (spec §4.22-§4.25, §6.4-§6.7).
+
+``PersistenceService`` runs ``save_snapshot``, ``restore_snapshot``, ``list_snapshots`` and
+``get_persistence_status`` over a ``LogicRuntime`` (quipu/logic/runtime.py), in the style of
+``KnowledgeService``: each takes the ``arguments`` object of a ``tools/call`` and returns a
+``ToolResult``.
+
+* ``save_snapshot`` renders the memory from ``Engine.predicates`` (R-N2: every predicate gets
+  a ``:- dynamic`` line, ``tms_justification/2`` and ``zpm_source/2`` always), writes it
+  through a temporary file (R-N1) and then rotates the journal (R-N5). Without an active
+  journal it fails with ``ExecutionFailed`` (§4.22 [changed]). If the rotation fails the new
+  snapshot file is removed again **[designed here]**: a snapshot newer than a journal that
+  still holds its entries would apply them twice on the next start.
+* ``restore_snapshot`` checks the file first, then replaces the memory's content with it
+  (R-RS2) and appends the one batch of R-N6 to the journal (R-RS3). The batch's ``assert``
+  entries are the restored clauses as the engine holds them, without the ``zpm_source``
+  records, which loading regenerates (R-TM9) **[designed here]**. In degraded mode the
+  restore still happens in memory, like every other mutation (R-N7).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from quipu.logic.errors import EngineDied, LogicError
+from quipu.logic.journal import journal_size, status_text
+from quipu.logic.knowledge import (
+    DEFAULT_MEMORY,
+    EXECUTION_FAILED,
+    INVALID_ARGUMENTS,
+    READ_ONLY,
+    ToolResult,
+    _Fail,
+    _optional_str,
+    _required_str,
+)
+from quipu.logic.runtime import RECORD_PREDICATES, LogicRuntime, MountedMemory
+from quipu.logic.snapshots import (
+    SnapshotError,
+    SnapshotNameError,
+    is_snapshot,
+    list_snapshots,
+    list_text,
+    most_recent,
+    read_snapshot,
+    restore_batch,
+    restore_name,
+    restored_text,
+    saved_text,
+    snapshot_path,
+    validate_name,
+    write_snapshot,
+)
+
+TOOL_NAMES = ("save_snapshot", "restore_snapshot", "list_snapshots", "get_persistence_status")
+
+_Handler = Callable[[Mapping[str, Any]], ToolResult]
+
+
+class PersistenceService:
+    """The persistence tools over one runtime. ``call(name, arguments)`` runs a tool by name;
+    each tool also has a method of its own name. ``lock`` defaults to the runtime's; pass the
+    lock the other services use so that all calls on the engine are serialised (R-T3)."""
+
+    def __init__(self, runtime: LogicRuntime, *, lock: threading.RLock | None = None) -> None:
+        self.runtime = runtime
+        self._lock = lock if lock is not None else runtime.lock
+        self._handlers: dict[str, _Handler] = {
+            "save_snapshot": self._save_snapshot,
+            "restore_snapshot": self._restore_snapshot,
+            "list_snapshots": self._list_snapshots,
+            "get_persistence_status": self._get_persistence_status,
+        }
+
+    # ------------------------------------------------------------------ dispatch
+
+    def handles(self, name: str) -> bool:
+        return name in self._handlers
+
+    def call(self, name: str, arguments: Any = None) -> ToolResult:
+        """Run tool ``name``; ``arguments`` absent (None) means no arguments. Raises KeyError
+        for a name that is not one of these tools (a protocol error, R-T8)."""
+        handler = self._handlers[name]
+        with self._lock:
+            try:
+                if self.runtime.closed:
+                    raise _Fail(EXECUTION_FAILED)  # §4.25: the persistence manager is gone
+                if arguments is None:
+                    arguments = {}
+                if not isinstance(arguments, Mapping):
+                    raise _Fail(INVALID_ARGUMENTS)
+                return handler(arguments)
+            except _Fail as failure:
+                return ToolResult(failure.text, True)
+            except EngineDied:
+                with contextlib.suppress(LogicError):  # the restart hook reloads every memory
+                    self.runtime.engine.restart()
+                return ToolResult(EXECUTION_FAILED, True)
+            except (LogicError, OSError, ValueError):
+                return ToolResult(EXECUTION_FAILED, True)
+
+    def save_snapshot(self, arguments: Any = None) -> ToolResult:
+        return self.call("save_snapshot", arguments)
+
+    def restore_snapshot(self, arguments: Any = None) -> ToolResult:
+        return self.call("restore_snapshot", arguments)
+
+    def list_snapshots(self, arguments: Any = None) -> ToolResult:
+        return self.call("list_snapshots", arguments)
+
+    def get_persistence_status(self, arguments: Any = None) -> ToolResult:
+        return self.call("get_persistence_status", arguments)
+
+    # ------------------------------------------------------------------ memories (§7.5)
+
+    def _memory(self, arguments: Mapping[str, Any], *, write: bool) -> MountedMemory:
+        """Absent, null or "" is default (R-M7); not mounted fails; a mutation of a read-only
+        memory fails (R-M8)."""
+        name = _optional_str(arguments, "memory") or DEFAULT_MEMORY
+        mounted = self.runtime.mounted(name)
+        if mounted is None:
+            raise _Fail(f"Memory not mounted: {name}")
+        if write and mounted.mode != "rw":
+            raise _Fail(READ_ONLY)
+        return mounted
+
+    # ------------------------------------------------------------------ tools
+
+    def _save_snapshot(self, arguments: Mapping[str, Any]) -> ToolResult:
+        raw = _required_str(arguments, "name")
+        mounted = self._memory(arguments, write=True)
+        try:
+            name = validate_name(raw, named_memory=mounted.name != DEFAULT_MEMORY)
+        except SnapshotNameError:
+            raise _Fail(INVALID_ARGUMENTS) from None
+        journal = mounted.journal
+        if journal is None or not journal.active:
+            raise _Fail(EXECUTION_FAILED)  # R-N7: nothing is written in degraded mode
+        engine = self.runtime.engine
+        predicates = {(p.name, p.arity): p.clauses for p in engine.predicates(mounted.name)}
+        for record in RECORD_PREDICATES:  # R-N2: the TMS records are always declared
+            predicates.setdefault(record, ())
+        order = sorted(predicates)
+        epoch = _now()
+        directory = mounted.paths.snapshot_dir
+        try:
+            written = write_snapshot(directory, name, epoch, order, [predicates[key] for key in order])
+        except OSError:
+            raise _Fail(EXECUTION_FAILED) from None
+        try:
+            journal.rotate(epoch)  # R-N5, only once the snapshot is durable
+        except LogicError:
+            with contextlib.suppress(OSError):
+                written.unlink()
+            raise _Fail(EXECUTION_FAILED) from None
+        return ToolResult(saved_text(name))
+
+    def _restore_snapshot(self, arguments: Mapping[str, Any]) -> ToolResult:
+        raw = _required_str(arguments, "name")
+        mounted = self._memory(arguments, write=True)
+        try:
+            name = restore_name(raw, named_memory=mounted.name != DEFAULT_MEMORY)  # R-RS1
+        except SnapshotNameError:
+            raise _Fail(INVALID_ARGUMENTS) from None
+        path = snapshot_path(mounted.paths.snapshot_dir, name)
+        if not is_snapshot(path):
+            raise _Fail(EXECUTION_FAILED)  # missing, unreadable or not a snapshot (R-N3)
+        try:
+            read_snapshot(path)  # the whole file is usable before anything changes
+        except SnapshotError:
+            raise _Fail(EXECUTION_FAILED) from None
+        engine = self.runtime.engine
+        present = [(p.name, p.arity) for p in engine.predicates(mounted.name)]
+        self.runtime.load_snapshot(mounted.name, path, "restore")
+        restored = [
+            clause
+            for p in engine.predicates(mounted.name)
+            if (p.name, p.arity) != ("zpm_source", 2)
+            for clause in p.clauses
+        ]
+        # R-N6: one batch that turns any state into the restored one on replay.
+        self.runtime.journal_sink.append_entries(mounted.name, restore_batch(present, restored, ts=_now()))
+        return ToolResult(restored_text(raw))
+
+    def _list_snapshots(self, arguments: Mapping[str, Any]) -> ToolResult:
+        mounted = self._memory(arguments, write=False)
+        return ToolResult(list_text(list_snapshots(mounted.paths.snapshot_dir)))  # R-LS1
+
+    def _get_persistence_status(self, arguments: Mapping[str, Any]) -> ToolResult:
+        mounted = self.runtime.mounted(DEFAULT_MEMORY)  # R-PS1: always the default memory
+        if mounted is None:
+            raise _Fail(EXECUTION_FAILED)
+        latest = most_recent(list_snapshots(mounted.paths.snapshot_dir))
+        text = status_text(
+            mounted.status,
+            self.runtime.project.data_dir,
+            None if latest is None else latest.name,
+            _size(mounted.paths.journal),
+        )
+        return ToolResult(text)
+
+
+def _size(path: Path) -> int:
+    try:
+        return journal_size(path)
+    except OSError:  # e.g. the data "directory" is a file: degraded, nothing there
+        return 0
+
+
+def _now() -> int:
+    return int(time.time())
+
+
+__all__ = ["TOOL_NAMES", "PersistenceService"]

@@ -379,7 +379,7 @@ class Engine:
 
     def _checked(self, result: Any) -> Any:
         """Turn the helper's error results into exceptions; return the ``ok`` payload."""
-        name, args = _functor(result)
+        name, args = functor_parts(result)
         if name == "ok":
             return args[0] if len(args) == 1 else args
         if name == "limit":
@@ -468,7 +468,7 @@ class Engine:
             count, failed = ok
             loaded += int(count)
             for item in failed:
-                _, (index, message) = _functor(item)
+                _, (index, message) = functor_parts(item)
                 failures.append(LoadFailure(start + int(index), batch[int(index)], str(message)))
         return LoadReport(loaded, tuple(failures))
 
@@ -478,7 +478,7 @@ class Engine:
         preds = self._checked(self._call(f"quipu_logic:ql_clauses({memory}, R)", self.load_timeout))
         out: list[Predicate] = []
         for item in preds:
-            _, (name, arity, texts) = _functor(item)
+            _, (name, arity, texts) = functor_parts(item)
             out.append(Predicate(str(name), int(arity), tuple(str(t) for t in texts)))
         return out
 
@@ -507,7 +507,7 @@ class Engine:
         result = self._call(
             f"quipu_logic:ql_query({memory}, {prolog_string(goal)}, {int(limit)}, R)", seconds
         )
-        name, args = _functor(result)
+        name, args = functor_parts(result)
         if name == "ok" and len(args) == 2:
             return decode_solutions(args[0], args[1])
         if name == "refused":
@@ -521,7 +521,8 @@ class Engine:
         raise EngineError(f"unexpected engine result {result!r}")
 
 
-def _functor(value: Any) -> tuple[str, list[Any]]:
+def functor_parts(value: Any) -> tuple[str, list[Any]]:
+    """A helper result as (functor, args): an atom is a functor with no arguments."""
     if isinstance(value, str):
         return value, []
     if isinstance(value, dict) and isinstance(value.get("args"), list):

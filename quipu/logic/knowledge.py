@@ -32,9 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from quipu.logic.engine import MAX_SOLUTIONS, Engine
+from quipu.logic.engine import MAX_SOLUTIONS, Engine, functor_parts
 from quipu.logic.errors import (
     EngineDied,
+    EngineError,
     EngineLimit,
     GoalRefused,
     LogicError,
@@ -119,7 +120,7 @@ class StaticMemories:
         return self.modes.get(name)
 
 
-class _Fail(Exception):
+class ToolFailure(Exception):
     """A tool failure whose text is the whole answer."""
 
     def __init__(self, text: str) -> None:
@@ -134,11 +135,19 @@ class KnowledgeService:
     """The knowledge tools over one engine. ``call(name, arguments)`` runs a tool by name; each
     tool also has a method of its own name."""
 
-    def __init__(self, engine: Engine, memories: Memories, journal: JournalSink) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        memories: Memories,
+        journal: JournalSink,
+        *,
+        lock: threading.RLock | None = None,
+    ) -> None:
         self.engine = engine
         self.memories = memories
         self.journal = journal
-        self._lock = threading.RLock()
+        # One lock per engine: every service over the same engine must share it (R-T3).
+        self._lock = lock if lock is not None else threading.RLock()
         engine.load_helper(HELPER)
         self._handlers: dict[str, _Handler] = {
             "echo": self._echo,
@@ -169,9 +178,9 @@ class KnowledgeService:
                 if arguments is None:
                     arguments = {}
                 if not isinstance(arguments, Mapping):
-                    raise _Fail(INVALID_ARGUMENTS)
+                    raise ToolFailure(INVALID_ARGUMENTS)
                 return handler(arguments)
-            except _Fail as failure:
+            except ToolFailure as failure:
                 return ToolResult(failure.text, True)
             except EngineDied:
                 self._recover()
@@ -227,12 +236,12 @@ class KnowledgeService:
     def _memory(self, arguments: Mapping[str, Any], *, write: bool) -> str:
         """The memory a call targets: absent, null or "" is default (R-A4, R-M7); a name that
         is not mounted fails; a mutation of a read-only memory fails (R-M8)."""
-        name = _optional_str(arguments, "memory") or DEFAULT_MEMORY
+        name = optional_str(arguments, "memory") or DEFAULT_MEMORY
         mode = self.memories.mode(name)
         if mode is None:
-            raise _Fail(f"Memory not mounted: {name}")
+            raise ToolFailure(f"Memory not mounted: {name}")
         if write and mode != "rw":
-            raise _Fail(READ_ONLY)
+            raise ToolFailure(READ_ONLY)
         if name not in self.engine.memories():
             self.engine.ensure_memory(name)
         return name
@@ -248,53 +257,53 @@ class KnowledgeService:
     def _echo(self, arguments: Mapping[str, Any]) -> ToolResult:
         message = arguments.get("message")
         if not isinstance(message, str):  # "" is echoed (R-A1)
-            raise _Fail(INVALID_ARGUMENTS)
+            raise ToolFailure(INVALID_ARGUMENTS)
         return ToolResult(message)
 
     def _remember_fact(self, arguments: Mapping[str, Any]) -> ToolResult:
-        fact = _required_str(arguments, "fact")
+        fact = required_str(arguments, "fact")
         memory = self._memory(arguments, write=True)
         result = self._helper(f"qk_assert({memory}, {prolog_string(fact)}, R)")
-        kind, args = _functor(result)
+        kind, args = result_parts(result)
         if kind != "ok":
-            _raise_limit(kind)
-            raise _Fail(f"Failed to assert: {fact}")
+            raise_limit(kind)
+            raise ToolFailure(f"Failed to assert: {fact}")
         self._journal(memory, [("assert", str(args[0]))])  # R-F4
         return ToolResult(f"Asserted: {fact}")
 
     def _define_rule(self, arguments: Mapping[str, Any]) -> ToolResult:
-        head = _required_str(arguments, "head")
-        body = _required_str(arguments, "body")
+        head = required_str(arguments, "head")
+        body = required_str(arguments, "body")
         clause = f"{_strip_period(head)} :- {_strip_period(body)}"
         if not balanced_parentheses(clause):
-            raise _Fail("Invalid Prolog syntax in rule: unbalanced parentheses")
+            raise ToolFailure("Invalid Prolog syntax in rule: unbalanced parentheses")
         memory = self._memory(arguments, write=True)
         result = self._helper(f"qk_define({memory}, {prolog_string(clause)}, R)")
-        kind, args = _functor(result)
+        kind, args = result_parts(result)
         if kind != "ok":
-            _raise_limit(kind)
+            raise_limit(kind)
             reason = str(args[1]) if kind == "error" and len(args) == 2 else "the rule was not stored"
-            raise _Fail(f"Invalid Prolog syntax in rule: {_short_reason(reason)}")
+            raise ToolFailure(f"Invalid Prolog syntax in rule: {_short_reason(reason)}")
         self._journal(memory, [("assert", clause)])  # R-D2: as received
         return ToolResult(f"Asserted rule: {head} :- {body}")
 
     def _query_logic(self, arguments: Mapping[str, Any]) -> ToolResult:
-        goal = _required_str(arguments, "goal")
+        goal = required_str(arguments, "goal")
         memory = self._memory(arguments, write=False)
         try:
             solutions = self.engine.query(memory, goal)
         except (PrologSyntaxError, GoalRefused, EngineLimit):  # §4.4, R-Q1, R-Q2, R-Q4
-            raise _Fail(QUERY_FAILED) from None
+            raise ToolFailure(QUERY_FAILED) from None
         except EngineDied:
             raise
         except LogicError:
-            raise _Fail(QUERY_FAILED) from None
+            raise ToolFailure(QUERY_FAILED) from None
         return ToolResult(solutions_json(solutions))
 
     def _trace_dependency(self, arguments: Mapping[str, Any]) -> ToolResult:
-        start = _required_str(arguments, "start_node")
+        start = required_str(arguments, "start_node")
         if not START_NODE.match(start):
-            raise _Fail("start_node must be a valid Prolog atom")
+            raise ToolFailure("start_node must be a valid Prolog atom")
         memory = self._memory(arguments, write=False)
         # Quoted, so that a start node such as _a stays an atom (R-P3: the text is validated).
         solutions = self.engine.query(memory, f"path(X, '{start}')")  # R-TD1
@@ -311,91 +320,91 @@ class KnowledgeService:
             if key not in seen:
                 seen.add(key)
                 nodes.append(item)
-        return ToolResult(_json(nodes))
+        return ToolResult(compact_json(nodes))
 
     def _verify_consistency(self, arguments: Mapping[str, Any]) -> ToolResult:
-        scope = _optional_str(arguments, "scope")
+        scope = optional_str(arguments, "scope")
         if scope is not None and not SCOPE.match(scope):
-            raise _Fail(INVALID_ARGUMENTS)
+            raise ToolFailure(INVALID_ARGUMENTS)
         memory = self._memory(arguments, write=False)
         name = "integrity_violation" if scope is None else f"integrity_violation_{scope}"  # R-V1
         goal = f"'{name}'(X)"
         try:
             result = self._helper(f"qk_render_solutions({memory}, {prolog_string(goal)}, {MAX_SOLUTIONS}, R)")
         except EngineLimit:  # R-V2: the time limit gives no violations
-            return ToolResult(_json({"violations": []}))
-        kind, args = _functor(result)
+            return ToolResult(compact_json({"violations": []}))
+        kind, args = result_parts(result)
         if kind == "ok":
             violations = [str(text) for text in args[0]]
         elif kind in ("refused", "limit"):
             violations = []
         else:
-            raise _Fail(EXECUTION_FAILED)
-        return ToolResult(_json({"violations": violations}))
+            raise ToolFailure(EXECUTION_FAILED)
+        return ToolResult(compact_json({"violations": violations}))
 
     def _explain_why(self, arguments: Mapping[str, Any]) -> ToolResult:
-        fact = _required_str(arguments, "fact")
-        max_depth = _optional_int(arguments, "max_depth")
+        fact = required_str(arguments, "fact")
+        max_depth = optional_int(arguments, "max_depth")
         memory = self._memory(arguments, write=False)
         depth = -1 if max_depth is None or max_depth < 0 else max_depth  # R-E5
-        not_proven = ToolResult(_json({"fact": fact, "proven": False, "proof_tree": None}))
+        not_proven = ToolResult(compact_json({"fact": fact, "proven": False, "proof_tree": None}))
         try:
             result = self._helper(f"qk_explain({memory}, {prolog_string(fact)}, {depth}, R)")
         except EngineLimit:  # R-E1: proven means a solution within the time limit
             return not_proven
-        kind, args = _functor(result)
+        kind, args = result_parts(result)
         if kind == "limit":
             return not_proven
         if kind != "ok":  # unparsable or refused (R-Q4)
-            raise _Fail(EXECUTION_FAILED)
+            raise ToolFailure(EXECUTION_FAILED)
         if args[0] != "true":
             return not_proven
         tree = _tree(args[1])
         tree["goal"] = fact  # R-E2: the root's goal is the caller's text verbatim
-        return ToolResult(_json({"fact": fact, "proven": True, "proof_tree": tree}))
+        return ToolResult(compact_json({"fact": fact, "proven": True, "proof_tree": tree}))
 
     def _get_knowledge_schema(self, arguments: Mapping[str, Any]) -> ToolResult:
         memory = self._memory(arguments, write=False)
         result = self._helper(f"qk_schema({memory}, R)")
-        kind, args = _functor(result)
+        kind, args = result_parts(result)
         if kind != "ok":
-            raise _Fail(EXECUTION_FAILED)  # never an empty schema instead
+            raise ToolFailure(EXECUTION_FAILED)  # never an empty schema instead
         rows: list[tuple[str, int, int, int]] = []
         for item in args[0]:
-            _, (name, arity, count, rules) = _functor(item)
+            _, (name, arity, count, rules) = result_parts(item)
             if PLAIN_ATOM.match(str(name)) and str(name) not in HIDDEN_PREDICATES:  # R-I1
                 rows.append((str(name), int(arity), int(count), int(rules)))
         rows.sort(key=lambda row: (row[0], row[1]))  # R-I3
         predicates = [
-            {"name": name, "arity": arity, "type": _kind(count, rules), "count": count}
+            {"name": name, "arity": arity, "type": predicate_kind(count, rules), "count": count}
             for name, arity, count, rules in rows
         ]
-        return ToolResult(_json({"predicates": predicates, "total": len(predicates)}))  # R-S1
+        return ToolResult(compact_json({"predicates": predicates, "total": len(predicates)}))  # R-S1
 
     def _forget_fact(self, arguments: Mapping[str, Any]) -> ToolResult:
-        fact = _required_str(arguments, "fact")
+        fact = required_str(arguments, "fact")
         memory = self._memory(arguments, write=True)
         result = self._helper(f"qk_forget({memory}, {prolog_string(fact)}, R)")
-        kind, args = _functor(result)
+        kind, args = result_parts(result)
         if kind != "ok":
-            _raise_limit(kind)
-            raise _Fail(INVALID_ARGUMENTS)
+            raise_limit(kind)
+            raise ToolFailure(INVALID_ARGUMENTS)
         found, pattern = args
         if found != "true":
-            raise _Fail(f"No matching clause found for: {fact}")
+            raise ToolFailure(f"No matching clause found for: {fact}")
         # The pattern, not the removed fact: replay removes the first fact unifying with
         # it, which is the same clause (R-W2); the removed fact's text might unify earlier.
         self._journal(memory, [("retract", str(pattern))])  # R-FF3
         return ToolResult(f"Retracted: {fact}")
 
     def _clear_context(self, arguments: Mapping[str, Any]) -> ToolResult:
-        category = _required_str(arguments, "category")
+        category = required_str(arguments, "category")
         memory = self._memory(arguments, write=True)
         result = self._helper(f"qk_clear({memory}, {prolog_string(category)}, R)")
-        kind, args = _functor(result)
+        kind, args = result_parts(result)
         if kind != "ok":
-            _raise_limit(kind)
-            raise _Fail(INVALID_ARGUMENTS)  # [changed]: a bad pattern is an error
+            raise_limit(kind)
+            raise ToolFailure(INVALID_ARGUMENTS)  # [changed]: a bad pattern is an error
         status, pattern = args
         if status != "records":
             # R-CC4: also when nothing matched. A pattern on TMS records clears nothing
@@ -404,35 +413,35 @@ class KnowledgeService:
         return ToolResult(f"Cleared all facts matching: {category}")
 
     def _update_fact(self, arguments: Mapping[str, Any]) -> ToolResult:
-        old = _required_str(arguments, "old_fact")
-        new = _required_str(arguments, "new_fact")
+        old = required_str(arguments, "old_fact")
+        new = required_str(arguments, "new_fact")
         if ":-" in new:
-            raise _Fail("new_fact must not contain rule syntax")
+            raise ToolFailure("new_fact must not contain rule syntax")
         memory = self._memory(arguments, write=True)
         result = self._helper(f"qk_update({memory}, {prolog_string(old)}, {prolog_string(new)}, R)")
-        kind, args = _functor(result)
+        kind, args = result_parts(result)
         if kind != "ok":
-            _raise_limit(kind)
+            raise_limit(kind)
             if kind == "error" and args and args[0] == "rule":
-                raise _Fail("new_fact must not contain rule syntax")
-            raise _Fail(INVALID_ARGUMENTS)
+                raise ToolFailure("new_fact must not contain rule syntax")
+            raise ToolFailure(INVALID_ARGUMENTS)
         if args[0] != "done":
-            raise _Fail(f"No matching clause for: {old}")  # R-U1: nothing changed
+            raise ToolFailure(f"No matching clause for: {old}")  # R-U1: nothing changed
         self._journal(memory, [("retract", str(args[1])), ("assert", str(args[2]))])  # R-U2
         return ToolResult(f"Updated: {old} -> {new}")
 
     def _upsert_fact(self, arguments: Mapping[str, Any]) -> ToolResult:
-        fact = _required_str(arguments, "fact")
+        fact = required_str(arguments, "fact")
         if ":-" in fact:
-            raise _Fail("fact must not contain rule syntax")
+            raise ToolFailure("fact must not contain rule syntax")
         memory = self._memory(arguments, write=True)
         result = self._helper(f"qk_upsert({memory}, {prolog_string(fact)}, R)")
-        kind, args = _functor(result)
+        kind, args = result_parts(result)
         if kind != "ok":
-            _raise_limit(kind)
+            raise_limit(kind)
             if kind == "error" and args and args[0] == "rule":
-                raise _Fail("fact must not contain rule syntax")
-            raise _Fail(INVALID_ARGUMENTS)
+                raise ToolFailure("fact must not contain rule syntax")
+            raise ToolFailure(INVALID_ARGUMENTS)
         pattern, clause = args
         self._journal(memory, [("retractall", str(pattern)), ("assert", str(clause))])  # R-UP4
         return ToolResult(f"Upserted: {fact}")
@@ -441,29 +450,29 @@ class KnowledgeService:
 # ---------------------------------------------------------------------- arguments (§2.4)
 
 
-def _required_str(arguments: Mapping[str, Any], key: str) -> str:
+def required_str(arguments: Mapping[str, Any], key: str) -> str:
     """R-A1: missing, null, not a string or "" is InvalidArguments."""
     value = arguments.get(key)
     if not isinstance(value, str) or value == "":
-        raise _Fail(INVALID_ARGUMENTS)
+        raise ToolFailure(INVALID_ARGUMENTS)
     return value
 
 
-def _optional_str(arguments: Mapping[str, Any], key: str) -> str | None:
+def optional_str(arguments: Mapping[str, Any], key: str) -> str | None:
     value = arguments.get(key)
     if value is None:
         return None
     if not isinstance(value, str):  # R-A2
-        raise _Fail(INVALID_ARGUMENTS)
+        raise ToolFailure(INVALID_ARGUMENTS)
     return value
 
 
-def _optional_int(arguments: Mapping[str, Any], key: str) -> int | None:
+def optional_int(arguments: Mapping[str, Any], key: str) -> int | None:
     value = arguments.get(key)
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):  # R-A2: true is not an integer
-        raise _Fail(INVALID_ARGUMENTS)
+        raise ToolFailure(INVALID_ARGUMENTS)
     return int(value)
 
 
@@ -544,12 +553,12 @@ def _short_reason(message: str) -> str:
     return message.removeprefix("syntax error: ")
 
 
-def _json(value: Any) -> str:
+def compact_json(value: Any) -> str:
     """Compact JSON, UTF-8 rather than escapes (R-J4, R-T2)."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def _kind(count: int, rules: int) -> str:
+def predicate_kind(count: int, rules: int) -> str:
     if rules == 0:
         return "fact"
     return "rule" if rules == count else "both"
@@ -558,23 +567,23 @@ def _kind(count: int, rules: int) -> str:
 # ---------------------------------------------------------------------- engine values
 
 
-def _functor(value: Any) -> tuple[str, list[Any]]:
-    if isinstance(value, str):
-        return value, []
-    if isinstance(value, dict) and isinstance(value.get("args"), list):
-        return str(value.get("functor")), list(value["args"])
-    raise _Fail(EXECUTION_FAILED)
+def result_parts(value: Any) -> tuple[str, list[Any]]:
+    """A helper result as (functor, args); anything else fails the tool (ExecutionFailed)."""
+    try:
+        return functor_parts(value)
+    except EngineError:
+        raise ToolFailure(EXECUTION_FAILED) from None
 
 
-def _raise_limit(kind: str) -> None:
+def raise_limit(kind: str) -> None:
     """A mutation stopped by a limit fails like any engine failure (R-Q1)."""
     if kind == "limit":
-        raise _Fail(EXECUTION_FAILED)
+        raise ToolFailure(EXECUTION_FAILED)
 
 
 def _tree(value: Any) -> dict[str, Any]:
     """node(Goal, Rule, Children) into the proof-tree object, keys in order (R-E2)."""
-    _, (goal, rule, children) = _functor(value)
+    _, (goal, rule, children) = result_parts(value)
     kids: Any = "truncated" if children == "truncated" else [_tree(child) for child in children]
     return {"goal": str(goal), "rule_applied": str(rule), "children": kids}
 

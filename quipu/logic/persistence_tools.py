@@ -34,10 +34,10 @@ from quipu.logic.knowledge import (
     EXECUTION_FAILED,
     INVALID_ARGUMENTS,
     READ_ONLY,
+    ToolFailure,
     ToolResult,
-    _Fail,
-    _optional_str,
-    _required_str,
+    optional_str,
+    required_str,
 )
 from quipu.logic.runtime import RECORD_PREDICATES, LogicRuntime, MountedMemory
 from quipu.logic.snapshots import (
@@ -89,13 +89,13 @@ class PersistenceService:
         with self._lock:
             try:
                 if self.runtime.closed:
-                    raise _Fail(EXECUTION_FAILED)  # §4.25: the persistence manager is gone
+                    raise ToolFailure(EXECUTION_FAILED)  # §4.25: the persistence manager is gone
                 if arguments is None:
                     arguments = {}
                 if not isinstance(arguments, Mapping):
-                    raise _Fail(INVALID_ARGUMENTS)
+                    raise ToolFailure(INVALID_ARGUMENTS)
                 return handler(arguments)
-            except _Fail as failure:
+            except ToolFailure as failure:
                 return ToolResult(failure.text, True)
             except EngineDied:
                 with contextlib.suppress(LogicError):  # the restart hook reloads every memory
@@ -121,26 +121,26 @@ class PersistenceService:
     def _memory(self, arguments: Mapping[str, Any], *, write: bool) -> MountedMemory:
         """Absent, null or "" is default (R-M7); not mounted fails; a mutation of a read-only
         memory fails (R-M8)."""
-        name = _optional_str(arguments, "memory") or DEFAULT_MEMORY
+        name = optional_str(arguments, "memory") or DEFAULT_MEMORY
         mounted = self.runtime.mounted(name)
         if mounted is None:
-            raise _Fail(f"Memory not mounted: {name}")
+            raise ToolFailure(f"Memory not mounted: {name}")
         if write and mounted.mode != "rw":
-            raise _Fail(READ_ONLY)
+            raise ToolFailure(READ_ONLY)
         return mounted
 
     # ------------------------------------------------------------------ tools
 
     def _save_snapshot(self, arguments: Mapping[str, Any]) -> ToolResult:
-        raw = _required_str(arguments, "name")
+        raw = required_str(arguments, "name")
         mounted = self._memory(arguments, write=True)
         try:
             name = validate_name(raw, named_memory=mounted.name != DEFAULT_MEMORY)
         except SnapshotNameError:
-            raise _Fail(INVALID_ARGUMENTS) from None
+            raise ToolFailure(INVALID_ARGUMENTS) from None
         journal = mounted.journal
         if journal is None or not journal.active:
-            raise _Fail(EXECUTION_FAILED)  # R-N7: nothing is written in degraded mode
+            raise ToolFailure(EXECUTION_FAILED)  # R-N7: nothing is written in degraded mode
         engine = self.runtime.engine
         predicates = {(p.name, p.arity): p.clauses for p in engine.predicates(mounted.name)}
         for record in RECORD_PREDICATES:  # R-N2: the TMS records are always declared
@@ -151,29 +151,29 @@ class PersistenceService:
         try:
             written = write_snapshot(directory, name, epoch, order, [predicates[key] for key in order])
         except OSError:
-            raise _Fail(EXECUTION_FAILED) from None
+            raise ToolFailure(EXECUTION_FAILED) from None
         try:
             journal.rotate(epoch)  # R-N5, only once the snapshot is durable
         except LogicError:
             with contextlib.suppress(OSError):
                 written.unlink()
-            raise _Fail(EXECUTION_FAILED) from None
+            raise ToolFailure(EXECUTION_FAILED) from None
         return ToolResult(saved_text(name))
 
     def _restore_snapshot(self, arguments: Mapping[str, Any]) -> ToolResult:
-        raw = _required_str(arguments, "name")
+        raw = required_str(arguments, "name")
         mounted = self._memory(arguments, write=True)
         try:
             name = restore_name(raw, named_memory=mounted.name != DEFAULT_MEMORY)  # R-RS1
         except SnapshotNameError:
-            raise _Fail(INVALID_ARGUMENTS) from None
+            raise ToolFailure(INVALID_ARGUMENTS) from None
         path = snapshot_path(mounted.paths.snapshot_dir, name)
         if not is_snapshot(path):
-            raise _Fail(EXECUTION_FAILED)  # missing, unreadable or not a snapshot (R-N3)
+            raise ToolFailure(EXECUTION_FAILED)  # missing, unreadable or not a snapshot (R-N3)
         try:
             read_snapshot(path)  # the whole file is usable before anything changes
         except SnapshotError:
-            raise _Fail(EXECUTION_FAILED) from None
+            raise ToolFailure(EXECUTION_FAILED) from None
         engine = self.runtime.engine
         present = [(p.name, p.arity) for p in engine.predicates(mounted.name)]
         self.runtime.load_snapshot(mounted.name, path, "restore")
@@ -194,7 +194,7 @@ class PersistenceService:
     def _get_persistence_status(self, arguments: Mapping[str, Any]) -> ToolResult:
         mounted = self.runtime.mounted(DEFAULT_MEMORY)  # R-PS1: always the default memory
         if mounted is None:
-            raise _Fail(EXECUTION_FAILED)
+            raise ToolFailure(EXECUTION_FAILED)
         latest = most_recent(list_snapshots(mounted.paths.snapshot_dir))
         text = status_text(
             mounted.status,

@@ -35,14 +35,14 @@ from quipu.logic.knowledge import (
     JournalSink,
     Memories,
     Mode,
+    ToolFailure,
     ToolResult,
-    _Fail,
-    _functor,
-    _json,
-    _kind,
-    _optional_int,
-    _optional_str,
-    _required_str,
+    compact_json,
+    optional_int,
+    optional_str,
+    predicate_kind,
+    required_str,
+    result_parts,
 )
 from quipu.logic.snapshots import SnapshotInfo, latest_by_name
 
@@ -158,9 +158,9 @@ class RefactorService:
                 if arguments is None or (name == "get_kb_overview" and not isinstance(arguments, Mapping)):
                     arguments = {}  # the overview never fails on its arguments (§4.10)
                 if not isinstance(arguments, Mapping):
-                    raise _Fail(INVALID_ARGUMENTS)
+                    raise ToolFailure(INVALID_ARGUMENTS)
                 return handler(arguments)
-            except _Fail as failure:
+            except ToolFailure as failure:
                 return ToolResult(failure.text, True)
             except EngineDied:
                 self._recover()
@@ -189,9 +189,9 @@ class RefactorService:
 
     def _helper(self, goal: str) -> Any:
         result = self.engine.call_helper(f"quipu_refactor:{goal}")
-        kind, args = _functor(result)
+        kind, args = result_parts(result)
         if kind != "ok":
-            raise _Fail(EXECUTION_FAILED)
+            raise ToolFailure(EXECUTION_FAILED)
         return args
 
     def _ensure(self, name: str) -> None:
@@ -208,19 +208,19 @@ class RefactorService:
     # ------------------------------------------------------------------ find_predicate_references
 
     def _find_predicate_references(self, arguments: Mapping[str, Any]) -> ToolResult:
-        functor = _required_str(arguments, "functor")
+        functor = required_str(arguments, "functor")
         if not PLAIN_ATOM.match(functor):
-            raise _Fail(INVALID_ARGUMENTS)
-        arity = _optional_int(arguments, "arity")
+            raise ToolFailure(INVALID_ARGUMENTS)
+        arity = optional_int(arguments, "arity")
         if arity is not None and arity < 0:
-            raise _Fail(INVALID_ARGUMENTS)
+            raise ToolFailure(INVALID_ARGUMENTS)
         include_cross = _optional_bool(arguments, "include_cross_memory_refs", True)
-        scope = _optional_str(arguments, "memory") or DEFAULT_MEMORY
+        scope = optional_str(arguments, "memory") or DEFAULT_MEMORY
         if scope == ALL_MEMORIES:
             scanned = self._mounted()
         else:
             if self.memories.mode(scope) is None:
-                raise _Fail(f"Memory not mounted: {scope}")
+                raise ToolFailure(f"Memory not mounted: {scope}")
             scanned = [scope]
         for name in scanned:
             self._ensure(name)
@@ -242,39 +242,39 @@ class RefactorService:
                 {"head": h, "body": b, "memory": m, "qualifier": q} for m, q, h, b in cross_rows
             ],
         }
-        return ToolResult(_json(payload))
+        return ToolResult(compact_json(payload))
 
     # ------------------------------------------------------------------ rename_predicate
 
     def _rename_predicate(self, arguments: Mapping[str, Any]) -> ToolResult:
-        old = _required_str(arguments, "old_functor")
-        new = _required_str(arguments, "new_functor")
-        arity = _optional_int(arguments, "arity")
+        old = required_str(arguments, "old_functor")
+        new = required_str(arguments, "new_functor")
+        arity = optional_int(arguments, "arity")
         if arity is not None and arity < 0:
-            raise _Fail(INVALID_ARGUMENTS)
-        memory = _optional_str(arguments, "memory") or DEFAULT_MEMORY
+            raise ToolFailure(INVALID_ARGUMENTS)
+        memory = optional_str(arguments, "memory") or DEFAULT_MEMORY
         dry_run = _optional_bool(arguments, "dry_run", False)
         propagate = _optional_bool(arguments, "propagate_cross_memory_refs", False)
         for name in (old, new):  # error 2
             protected = _protected_arity(name, arity)
             if protected is not None:
-                raise _Fail(f"Cannot rename ISO operator: {name}/{protected}")
+                raise ToolFailure(f"Cannot rename ISO operator: {name}/{protected}")
         for name in (old, new):  # error 3; the TMS records are no user predicates [designed here]
             if not PLAIN_ATOM.match(name) or name in HIDDEN_PREDICATES:
-                raise _Fail(INVALID_ARGUMENTS)
+                raise ToolFailure(INVALID_ARGUMENTS)
         mode = self.memories.mode(memory)  # error 4
         if mode is None:
-            raise _Fail(f"Memory not mounted: {memory}")
+            raise ToolFailure(f"Memory not mounted: {memory}")
         if mode != "rw":
-            raise _Fail(f"Cannot rename in read-only memory: {memory}")
+            raise ToolFailure(f"Cannot rename in read-only memory: {memory}")
         if old == new:  # error 5
-            raise _Fail("old_functor and new_functor are identical")
+            raise ToolFailure("old_functor and new_functor are identical")
         self._ensure(memory)
         if arity is None:  # error 6, R-RN1
             (arities,) = self._helper(f"qr_arities({memory}, {old}, R)")
             if len(arities) > 1:
                 listed = ", ".join(str(int(a)) for a in arities)
-                raise _Fail(
+                raise ToolFailure(
                     f"Ambiguous arity for {old}; detected arities: {listed}. Specify arity parameter."
                 )
             if not arities:
@@ -282,10 +282,10 @@ class RefactorService:
             arity = int(arities[0])
         (exists,) = self._helper(f"qr_has_clauses({memory}, {new}, {arity}, R)")
         if exists == "true":  # error 7
-            raise _Fail(f"Cannot rename: {new}/{arity} already exists in memory '{memory}'")
+            raise ToolFailure(f"Cannot rename: {new}/{arity} already exists in memory '{memory}'")
         (builtin,) = self._helper(f"qr_builtin({new}, {arity}, R)")
         if builtin == "true":  # a built-in cannot be redefined [designed here]
-            raise _Fail(INVALID_ARGUMENTS)
+            raise ToolFailure(INVALID_ARGUMENTS)
         apply = "false" if dry_run else "true"
         facts, rules, ids, entries = self._helper(f"qr_rename({memory}, {old}, {arity}, {new}, {apply}, R)")
         if not dry_run and entries:
@@ -379,7 +379,7 @@ def _optional_bool(arguments: Mapping[str, Any], key: str, default: bool) -> boo
         return True
     if value == "false":
         return False
-    raise _Fail(INVALID_ARGUMENTS)
+    raise ToolFailure(INVALID_ARGUMENTS)
 
 
 def _protected_arity(name: str, arity: int | None) -> int | None:
@@ -391,7 +391,7 @@ def _protected_arity(name: str, arity: int | None) -> int | None:
 
 
 def _args(item: Any) -> list[Any]:
-    _, args = _functor(item)
+    _, args = result_parts(item)
     return args
 
 
@@ -406,7 +406,7 @@ def _overview_order(row: tuple[str, int, int, int, list[str]]) -> tuple[int, str
     [designed here] in place of R-I3's plain name order, so that the seed's example (parent
     facts before the ancestor rule) comes out as printed."""
     _, _, count, rules, _ = row
-    rank = {"fact": 0, "both": 1, "rule": 2}[_kind(count, rules)]
+    rank = {"fact": 0, "both": 1, "rule": 2}[predicate_kind(count, rules)]
     return (rank, row[0], row[1])
 
 
@@ -417,13 +417,13 @@ def _overview_text(
         {
             "functor": name,
             "arity": arity,
-            "kind": _kind(count, rules),
+            "kind": predicate_kind(count, rules),
             "count": count,
             "samples": samples[:size],
         }
         for name, arity, count, rules, samples in rows
     ]
-    return _json({"predicates": predicates, **rest, "truncated": truncated})
+    return compact_json({"predicates": predicates, **rest, "truncated": truncated})
 
 
 def _rename_text(

@@ -30,10 +30,9 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from quipu.logic.clause_split import split_clauses
-from quipu.logic.engine import Engine
+from quipu.logic.engine import Engine, functor_parts
 from quipu.logic.errors import LogicError
 from quipu.logic.journal import OPS, Entry, Journal, Op, Record, read_journal
 from quipu.logic.knowledge import HELPER as KNOWLEDGE_HELPER
@@ -401,12 +400,12 @@ class LogicRuntime:
             raise ValueError(f"unknown snapshot load mode {mode!r}")
         goal = f"quipu_runtime:qr_load_snapshot({memory}, {prolog_string(str(path))}, {mode}, R)"
         result = self.engine.call_helper(goal, timeout=self.engine.load_timeout)
-        kind, args = _functor(result)
+        kind, args = functor_parts(result)
         if kind != "ok":
             raise LogicError(f"cannot load snapshot {path}: {args[1] if len(args) == 2 else result!r}")
         loaded, failures = args
         for item in failures:
-            _, (line, message) = _functor(item)
+            _, (line, message) = functor_parts(item)
             self.warn(f"zpm: {path}:{line}: {message}; skipped")
         return int(loaded), len(failures)
 
@@ -427,10 +426,10 @@ class LogicRuntime:
             items = ", ".join(f"e({r.entry.op}, {prolog_string(r.entry.clause)})" for r in chunk)
             goal = f"quipu_runtime:qr_replay({mounted.name}, [{items}], R)"
             result = self.engine.call_helper(goal, timeout=self.engine.load_timeout)
-            _, (count, failures) = _functor(result)
+            _, (count, failures) = functor_parts(result)
             applied += int(count)
             for item in failures:
-                _, (index, message) = _functor(item)
+                _, (index, message) = functor_parts(item)
                 self.warn(f"zpm: {path}:{chunk[int(index)].line}: {message}; entry skipped")
                 problems += 1
         return applied, problems
@@ -445,14 +444,6 @@ def _chunks(records: Sequence[Record]) -> Iterable[Sequence[Record]]:
             end += 1
         yield records[start:end]
         start = end
-
-
-def _functor(value: Any) -> tuple[str, list[Any]]:
-    if isinstance(value, str):
-        return value, []
-    if isinstance(value, dict) and isinstance(value.get("args"), list):
-        return str(value.get("functor")), list(value["args"])
-    raise LogicError(f"unexpected engine value {value!r}")
 
 
 __all__ = [

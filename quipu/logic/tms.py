@@ -40,13 +40,13 @@ from quipu.logic.knowledge import (
     READ_ONLY,
     JournalSink,
     Memories,
+    ToolFailure,
     ToolResult,
-    _Fail,
-    _functor,
-    _json,
-    _optional_str,
-    _raise_limit,
-    _required_str,
+    compact_json,
+    optional_str,
+    raise_limit,
+    required_str,
+    result_parts,
 )
 from quipu.logic.knowledge import HELPER as KNOWLEDGE_HELPER
 from quipu.logic.terms import prolog_string
@@ -119,9 +119,9 @@ class TmsService:
                 if arguments is None:
                     arguments = {}
                 if not isinstance(arguments, Mapping):
-                    raise _Fail(INVALID_ARGUMENTS)
+                    raise ToolFailure(INVALID_ARGUMENTS)
                 return handler(arguments)
-            except _Fail as failure:
+            except ToolFailure as failure:
                 return ToolResult(failure.text, True)
             except EngineDied:
                 with contextlib.suppress(LogicError):  # still unavailable: later calls fail too
@@ -155,24 +155,24 @@ class TmsService:
     def _memory(self, arguments: Mapping[str, Any], *, write: bool) -> str:
         """As KnowledgeService: absent, null or "" is default (R-A4, R-M7); not mounted
         fails; a mutation of a read-only memory fails (R-M8)."""
-        name = _optional_str(arguments, "memory") or DEFAULT_MEMORY
+        name = optional_str(arguments, "memory") or DEFAULT_MEMORY
         mode = self.memories.mode(name)
         if mode is None:
-            raise _Fail(f"Memory not mounted: {name}")
+            raise ToolFailure(f"Memory not mounted: {name}")
         if write and mode != "rw":
-            raise _Fail(READ_ONLY)
+            raise ToolFailure(READ_ONLY)
         if name not in self.engine.memories():
             self.engine.ensure_memory(name)
         return name
 
     def _helper(self, goal: str) -> tuple[str, list[Any]]:
-        return _functor(self.engine.call_helper(f"quipu_tms:{goal}"))
+        return result_parts(self.engine.call_helper(f"quipu_tms:{goal}"))
 
     def _ok(self, goal: str) -> list[Any]:
         """The payload of a read helper's ok(...); anything else is ExecutionFailed."""
         kind, args = self._helper(goal)
         if kind != "ok":
-            raise _Fail(EXECUTION_FAILED)
+            raise ToolFailure(EXECUTION_FAILED)
         return args
 
     def _assumptions(self, memory: str) -> list[str]:
@@ -190,72 +190,72 @@ class TmsService:
         literals = ", ".join(prolog_string(text) for text in texts)
         kind, _ = self._helper(f"qt_apply({memory}, [{literals}], R)")
         if kind != "ok":  # journaled already: the next replay applies it
-            raise _Fail(EXECUTION_FAILED)
+            raise ToolFailure(EXECUTION_FAILED)
         return count
 
     # ------------------------------------------------------------------ tools
 
     def _assume_fact(self, arguments: Mapping[str, Any]) -> ToolResult:
-        fact = _required_str(arguments, "fact")
-        assumption = _required_str(arguments, "assumption")
+        fact = required_str(arguments, "fact")
+        assumption = required_str(arguments, "assumption")
         if not PLAIN_ATOM.match(assumption):
-            raise _Fail(INVALID_ARGUMENTS)
+            raise ToolFailure(INVALID_ARGUMENTS)
         if ":-" in fact:
-            raise _Fail(RULE_SYNTAX)
+            raise ToolFailure(RULE_SYNTAX)
         memory = self._memory(arguments, write=True)
         kind, args = self._helper(
             f"qt_assume({memory}, {prolog_string(fact)}, {prolog_string(assumption)}, R)"
         )
         if kind != "ok":
-            _raise_limit(kind)
+            raise_limit(kind)
             if kind == "error" and args and args[0] == "rule":
-                raise _Fail(RULE_SYNTAX)  # e.g. ':-'(a, b) written without the operator
-            raise _Fail(f"assume_fact: failed to assert fact: {fact}")
+                raise ToolFailure(RULE_SYNTAX)  # e.g. ':-'(a, b) written without the operator
+            raise ToolFailure(f"assume_fact: failed to assert fact: {fact}")
         entries: list[tuple[str, str]] = []
         for item in args[0]:
-            _, (op, text) = _functor(item)
+            _, (op, text) = result_parts(item)
             entries.append((str(op), str(text)))
         if entries:  # R-TM2: nothing when nothing changed
             self.journal.append(memory, entries)
         return ToolResult(f"Assumed: {fact} under assumption '{assumption}'")
 
     def _get_belief_status(self, arguments: Mapping[str, Any]) -> ToolResult:
-        fact = _required_str(arguments, "fact")
+        fact = required_str(arguments, "fact")
         memory = self._memory(arguments, write=False)
         kind, args = self._helper(f"qt_status({memory}, {prolog_string(fact)}, R)")
         if kind != "ok":
-            _raise_limit(kind)
-            raise _Fail(INVALID_ARGUMENTS)  # the text does not parse
+            raise_limit(kind)
+            raise ToolFailure(INVALID_ARGUMENTS)  # the text does not parse
         names, source = [str(name) for name in args[0]], str(args[1])
         status = "in" if names else "out"  # R-TM8: justification, not derivability
-        return ToolResult(_json({"status": status, "justifications": names, "source": source}))
+        return ToolResult(compact_json({"status": status, "justifications": names, "source": source}))
 
     def _get_justification(self, arguments: Mapping[str, Any]) -> ToolResult:
-        assumption = _required_str(arguments, "assumption")
+        assumption = required_str(arguments, "assumption")
         if not PLAIN_ATOM.match(assumption):
-            raise _Fail(INVALID_ARGUMENTS)
+            raise ToolFailure(INVALID_ARGUMENTS)
         memory = self._memory(arguments, write=False)
         (texts,) = self._ok(f"qt_facts({memory}, {prolog_string(assumption)}, R)")
-        return ToolResult(_json({"facts": [str(text) for text in texts]}))  # R-GJ1
+        return ToolResult(compact_json({"facts": [str(text) for text in texts]}))  # R-GJ1
 
     def _list_assumptions(self, arguments: Mapping[str, Any]) -> ToolResult:
         memory = self._memory(arguments, write=False)
-        return ToolResult(_json({"assumptions": self._assumptions(memory)}))  # R-LA1
+        return ToolResult(compact_json({"assumptions": self._assumptions(memory)}))  # R-LA1
 
     def _retract_assumption(self, arguments: Mapping[str, Any]) -> ToolResult:
-        assumption = _required_str(arguments, "assumption")
+        assumption = required_str(arguments, "assumption")
         if not PLAIN_ATOM.match(assumption):
-            raise _Fail(INVALID_ARGUMENTS)
+            raise ToolFailure(INVALID_ARGUMENTS)
         memory = self._memory(arguments, write=True)
         count = self._retract(memory, assumption)
         if count is None:
-            raise _Fail(f"Unknown assumption '{assumption}'")
+            raise ToolFailure(f"Unknown assumption '{assumption}'")
         return ToolResult(f"Retracted assumption '{assumption}': {count} fact(s) removed")
 
     def _retract_assumptions(self, arguments: Mapping[str, Any]) -> ToolResult:
-        pattern = _required_str(arguments, "pattern")
+        pattern = required_str(arguments, "pattern")
         if not _PATTERN.match(pattern):
-            raise _Fail(INVALID_ARGUMENTS)
+            raise ToolFailure(INVALID_ARGUMENTS)
         memory = self._memory(arguments, write=True)
         regex = glob_regex(pattern)
         matching = [name for name in self._assumptions(memory) if regex.match(name)]

@@ -105,6 +105,12 @@ class ShaclSettings(_Section):
     validate_on_write: bool = False  # stored shape sets gate episode writes (tools-core §3.4)
 
 
+class LogicSettings(_Section):
+    """The zpm-compatible logic memory (``/logic/<tool>``)."""
+
+    project: str | None = None  # the folder whose .zpm/ is used; None: discover from the cwd
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="QUIPU_", env_nested_delimiter="__", extra="forbid")
 
@@ -113,6 +119,7 @@ class Settings(BaseSettings):
     search: SearchSettings = SearchSettings()
     mcp: McpSettings = McpSettings()
     shacl: ShaclSettings = ShaclSettings()
+    logic: LogicSettings = LogicSettings()
     base_ns: str = "http://aegis.gastown.local/ontology/"
 
     @classmethod

@@ -2,7 +2,8 @@
 
 Nothing happens at import. ``create_app`` loads the credentials (a bad token file fails here,
 before the server binds), builds the middleware and routers, and checks every route against the
-route table; the lifespan opens the store and closes it on shutdown.
+route table; the lifespan opens the store and closes it on shutdown. The logic memory's runtime
+opens on the first ``/logic`` call instead (quipu/logic/service.py) and closes with the store.
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ import quipu
 from quipu.api import KnowledgeBase
 from quipu.config import Settings
 from quipu.errors import ConfigError
+from quipu.logic.service import LogicHost
 from quipu.rest import problems, route_table
 from quipu.rest.auth import Credentials, guard
 from quipu.rest.middleware import AccessLog, BodyLimit
 from quipu.rest.routers import (
     episodes,
+    logic,
     proposals,
     query,
     reads,
@@ -67,7 +70,10 @@ def create_app(settings: Settings, extensions: Sequence[Extension] = ()) -> Fast
                     await stack.enter_async_context(extension.running(app))
                 yield
         finally:
-            kb.close()
+            try:
+                app.state.logic.close()  # the logic runtime, if a /logic call opened it
+            finally:
+                kb.close()
 
     app = FastAPI(
         title="quipu",
@@ -83,11 +89,14 @@ def create_app(settings: Settings, extensions: Sequence[Extension] = ()) -> Fast
     check_location(settings.store.db)  # a bad path fails here, before the server binds
     app.state.settings = settings
     app.state.credentials = Credentials.from_settings(settings.server)
+    # Opened on the first /logic call: no engine or project must not stop the quad store.
+    app.state.logic = LogicHost(settings.logic.project)
     problems.install(app)
     routers = [
         module.router
         for module in (service, query, reads, writes, update, repair, episodes, shapes, uploads, proposals)
     ]
+    routers.append(logic.build_router())
     for router in routers:
         app.include_router(router)
     # Our routers' own route lists (FastAPI keeps an included router as one opaque entry).

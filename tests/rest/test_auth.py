@@ -8,6 +8,7 @@ added to the table without a sample request here fails ``test_every_route_has_a_
 from __future__ import annotations
 
 import hashlib
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,10 @@ from quipu.api import KnowledgeBase
 from quipu.config import load_settings
 from quipu.errors import ConfigError
 from quipu.identity import SHARED_PRINCIPAL
+from quipu.logic import project
+from quipu.logic.registry import find_tool
+from quipu.logic.runtime import LogicRuntime
+from quipu.logic.service import LogicService
 from quipu.rest import route_table
 from quipu.rest.app import create_app
 from quipu.rest.auth import Credentials, bearer_token, hash_token
@@ -115,6 +120,66 @@ def _entity_history(kb: KnowledgeBase) -> dict[str, Any]:
     return {"json": {"iri": f"{EX}s"}}
 
 
+# The logic tools: the arguments of a call that succeeds (isError false) once, on a copy of the
+# project LOGIC_SEED and LOGIC_PREP build (see ``logic_template``).
+LOGIC_SEED = "auth_old(a).\nauth_gone(x).\nauth_ctx(one).\nauth_ctx(two).\nauth_ver(1).\nauth_up(1).\n"
+LOGIC_PREP: tuple[tuple[tuple[str, dict[str, Any]], ...], ...] = (  # one runtime per step
+    (
+        ("save_snapshot", {"name": "auth_base"}),
+        ("assume_fact", {"fact": "auth_seen(a)", "assumption": "auth_seeded"}),
+        ("assume_fact", {"fact": "auth_seen(b)", "assumption": "auth_many_1"}),
+        ("create_memory", {"name": "authmem"}),
+        ("create_memory", {"name": "authspare"}),
+    ),
+    (("unmount_memory", {"name": "authspare"}),),  # mounted from mounts.json at this start
+)
+LOGIC_SAMPLES: dict[str, dict[str, Any]] = {
+    "remember_fact": {"fact": "auth_fact(one)"},
+    "define_rule": {"head": "auth_rule(X)", "body": "auth_fact(X)"},
+    "rename_predicate": {"old_functor": "auth_old", "new_functor": "auth_new"},
+    "forget_fact": {"fact": "auth_gone(x)"},
+    "clear_context": {"category": "auth_ctx"},
+    "update_fact": {"old_fact": "auth_ver(1)", "new_fact": "auth_ver(2)"},
+    "upsert_fact": {"fact": "auth_up(2)"},
+    "assume_fact": {"fact": "auth_assumed(a)", "assumption": "auth_guess"},
+    "retract_assumption": {"assumption": "auth_seeded"},
+    "retract_assumptions": {"pattern": "auth_many*"},
+    "save_snapshot": {"name": "auth_saved"},
+    "restore_snapshot": {"name": "auth_base"},
+    "create_memory": {"name": "authnew"},
+    "mount_memory": {"name": "authspare"},
+    "unmount_memory": {"name": "authmem"},
+    "echo": {"message": "hi"},
+    "query_logic": {"goal": "auth_ver(X)"},
+    "trace_dependency": {"start_node": "auth_ver"},
+    "verify_consistency": {},
+    "explain_why": {"fact": "auth_ver(1)"},
+    "find_predicate_references": {"functor": "auth_ver"},
+    "get_kb_overview": {},
+    "get_knowledge_schema": {},
+    "get_belief_status": {"fact": "auth_seen(a)"},
+    "get_justification": {"assumption": "auth_seeded"},
+    "list_assumptions": {},
+    "list_snapshots": {},
+    "get_persistence_status": {},
+    "list_memories": {},
+}
+
+
+def _logic_sample(arguments: dict[str, Any]) -> Sample:
+    return lambda kb: {"json": arguments}
+
+
+def _logic_routes(read_only: bool) -> dict[tuple[str, str], Sample]:
+    out: dict[tuple[str, str], Sample] = {}
+    for name, arguments in LOGIC_SAMPLES.items():
+        tool = find_tool(name)
+        assert tool is not None, name
+        if tool.read_only == read_only:
+            out[(tool.rest_method, tool.rest_path)] = _logic_sample(arguments)
+    return out
+
+
 WRITES: dict[tuple[str, str], Sample] = {
     ("POST", "/knot"): lambda kb: {"json": {"turtle": f'<{EX}a> <{EX}b> "c" .'}},
     ("POST", "/shapes"): lambda kb: {"json": {"action": "list"}},
@@ -135,6 +200,7 @@ WRITES: dict[tuple[str, str], Sample] = {
         "content": f'INSERT DATA {{ <{EX}u> <{EX}v> "{len(kb.transactions(limit=None)["transactions"])}" }}',
         "headers": {"Content-Type": "application/sparql-update"},
     },
+    **_logic_routes(read_only=False),
 }
 
 # Write routes whose sample records no transaction in the answered request (a shapes list, a
@@ -148,6 +214,7 @@ NO_TRANSACTION: frozenset[tuple[str, str]] = frozenset(
         ("POST", "/proposal/accept"),
         ("POST", "/proposal/reject"),
     }
+    | {route for route in WRITES if route[1].startswith("/logic/")}  # the logic memory's own files
 )
 
 READS: dict[tuple[str, str], Sample] = {
@@ -174,6 +241,7 @@ READS: dict[tuple[str, str], Sample] = {
             "shapes": f"<{EX}S> a <http://www.w3.org/ns/shacl#NodeShape> .",
         }
     },
+    **_logic_routes(read_only=True),
 }
 
 
@@ -198,8 +266,36 @@ def token_file(tmp_path: Path) -> Path:
     return path
 
 
+_TEMPLATE: list[Path] = []  # the logic project every client copies, built once per session
+
+
+@pytest.fixture(autouse=True)
+def logic_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A ``.zpm`` project on which each of LOGIC_SAMPLES succeeds once (built with the real tools)."""
+    if not _TEMPLATE:
+        folder = tmp_path_factory.mktemp("logic-template") / "proj"
+        folder.mkdir()
+        project.init(folder)
+        (folder / ".zpm" / "kb" / "auth_seed.pl").write_text(LOGIC_SEED, encoding="utf-8")
+        if shutil.which("swipl") is not None:  # without it the logic routes answer 503
+            for step in LOGIC_PREP:
+                with LogicRuntime.open(folder) as runtime:
+                    service = LogicService(runtime)
+                    for tool, arguments in step:
+                        result = service.call(tool, arguments)
+                        assert not result.is_error, (tool, result.text)
+        _TEMPLATE.append(folder)
+    return _TEMPLATE[0]
+
+
 def _client(tmp_path: Path, **server: Any) -> TestClient:
-    return TestClient(create_app(load_settings(store={"db": str(tmp_path / "auth.db")}, server=server)))
+    logic = tmp_path / "logic-project"
+    if not logic.exists():
+        shutil.copytree(_TEMPLATE[0], logic)
+    settings = load_settings(
+        store={"db": str(tmp_path / "auth.db")}, server=server, logic={"project": str(logic)}
+    )
+    return TestClient(create_app(settings))
 
 
 @pytest.fixture

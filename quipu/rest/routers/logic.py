@@ -1,0 +1,104 @@
+"""The logic memory's 29 tools as routes: ``POST /logic/<tool>`` (logic-memory.md §2.2, §9.2).
+
+The JSON object body is the tool's arguments (an empty body: none) and the answer is always
+HTTP 200 with the ``tools/call`` result, ``{"content": [{"type": "text", "text": ...}],
+"isError": ...}``: a tool's own failure (``InvalidArguments``, ``ExecutionFailed``, ...) is a
+result, not an HTTP error, so an MCP adapter passes it through unchanged. Only what stops the
+call from reaching a tool is a problem document: a body that is not a JSON object (400), no
+project (``project_not_found``) or no engine (503 ``engine_unavailable``).
+
+The body is not validated against the tool's ``inputSchema`` here (the tools check their
+arguments and answer ``InvalidArguments``, R-T8); the schema is published in OpenAPI only.
+The routes are built from ``tools.json`` when the app is created, never at import.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Request
+from pydantic import BaseModel
+
+from quipu.errors import BadRequest, WrongType
+from quipu.logic.registry import LogicTool, load_tools
+from quipu.logic.service import LogicHost
+from quipu.rest.problems import PROBLEM_JSON, Problem
+
+
+class TextContent(BaseModel):
+    type: Literal["text"]
+    text: str
+
+
+class ToolCallResult(BaseModel):
+    """A ``tools/call`` result: one text item; ``isError`` marks a tool-level failure."""
+
+    content: list[TextContent]
+    isError: bool  # noqa: N815 - the MCP wire name
+
+
+async def _arguments(request: Request) -> dict[str, Any] | None:
+    raw = await request.body()
+    if not raw.strip():
+        return None
+    try:
+        value = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadRequest(f"request body is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise WrongType("the request body must be a JSON object: the tool's arguments")
+    return value
+
+
+async def _host(request: Request) -> LogicHost:
+    host: LogicHost = request.app.state.logic
+    return host
+
+
+ArgumentsDep = Annotated[dict[str, Any] | None, Depends(_arguments)]
+HostDep = Annotated[LogicHost, Depends(_host)]
+
+_UNAVAILABLE: dict[int | str, dict[str, Any]] = {
+    503: {
+        "model": Problem,
+        "description": "no Prolog engine can be started (engine_unavailable)",
+        "content": {PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/Problem"}}},
+    }
+}
+
+
+def _endpoint(tool: LogicTool) -> Callable[..., dict[str, Any]]:
+    name = tool.name
+
+    # A plain def: FastAPI runs it in a worker thread, and an engine call blocks.
+    def endpoint(arguments: ArgumentsDep, host: HostDep) -> dict[str, Any]:
+        return host.service().call(name, arguments).as_mcp()
+
+    endpoint.__name__ = f"logic_{name}"
+    endpoint.__qualname__ = endpoint.__name__
+    return endpoint
+
+
+def build_router() -> APIRouter:
+    """One route per tool, in ``tools/list`` order."""
+    router = APIRouter(tags=["logic"])
+    for tool in load_tools():
+        router.add_api_route(
+            tool.rest_path,
+            _endpoint(tool),
+            methods=[tool.rest_method],
+            name=f"logic_{tool.name}",
+            response_model=ToolCallResult,
+            summary=f"logic tool {tool.name}",
+            description=tool.description,
+            responses=_UNAVAILABLE,
+            openapi_extra={
+                "requestBody": {
+                    "required": False,
+                    "content": {"application/json": {"schema": dict(tool.input_schema)}},
+                }
+            },
+        )
+    return router

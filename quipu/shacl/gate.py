@@ -268,6 +268,10 @@ def dry_run(
     point asked (tools-core §2.1). Never writes, never interns, never reads store facts."""
     if data is None or (isinstance(data, str) and not data.strip()):
         raise MissingField("missing 'data' parameter", field="data")
+    if as_of_tx is not None and not 0 <= as_of_tx < 2**63:  # transaction ids are 64-bit
+        raise InvalidField(
+            f"'as_of_tx' must be an integer from 0 to 2^63-1, got {as_of_tx}", field="as_of_tx"
+        )
     raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
     if shapes is not None and shapes.strip():
         bundle = registry.bundle([shapes])

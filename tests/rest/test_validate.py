@@ -122,6 +122,13 @@ def test_validate_reports_unknown_fields(client: TestClient) -> None:
         ({"data": P + "ex:a ex:p 1 .", "shapes": "nope nope"}, "invalid_shapes", "shapes"),
         ({"data": "ex:a ex:p", "shapes": PEOPLE}, "rdf_parse_error", None),
         ({"data": P + "ex:a ex:p 1 .", "shapes": PEOPLE, "as_of_tx": "1"}, "wrong_type", "as_of_tx"),
+        ({"data": P + "ex:a ex:p 1 .", "as_of_tx": -1}, "invalid_field", "as_of_tx"),
+        (
+            {"data": P + "ex:a ex:p 1 .", "as_of_tx": -(10**23)},
+            "invalid_field",
+            "as_of_tx",
+        ),  # found by fuzzing
+        ({"data": P + "ex:a ex:p 1 .", "as_of_tx": 2**63}, "invalid_field", "as_of_tx"),
     ],
 )
 def test_validate_errors(client: TestClient, body: dict[str, Any], reason: str, field: str | None) -> None:

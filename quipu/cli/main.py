@@ -791,3 +791,15 @@ def mcp(
         argv.append("--read-only-tools")
     sys.stdout.flush()
     os.execv(server, argv)  # the server takes over this process: signals and EOF reach it directly
+
+
+@app.command(
+    "logic",
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    add_help_option=False,
+)
+def logic(ctx: typer.Context) -> None:
+    """The logic memory (zpm): `quipu logic <command> ...` is `zpm <command> ...`; see `quipu logic --help`."""
+    from quipu.cli.zpm import main as zpm_main
+
+    raise typer.Exit(zpm_main(ctx.args))

@@ -131,6 +131,38 @@ class ToolFailure(Exception):
 _Handler = Callable[[Mapping[str, Any]], ToolResult]
 
 
+def run_tool(
+    handler: Callable[[Mapping[str, Any]], ToolResult],
+    arguments: Any,
+    *,
+    restart: Callable[[], None],
+    closed: bool = False,
+    died: str = EXECUTION_FAILED,
+    failures: tuple[type[Exception], ...] = (LogicError, ValueError),
+) -> ToolResult:
+    """The one way every logic tool runs (call it under the engine lock): no arguments means
+    ``{}``, a non-object is ``InvalidArguments``, a ``ToolFailure`` is its own text, a dead engine
+    is restarted (its hooks reload the memories) and that call fails with ``died``, and any other
+    engine, OS or value failure is ``ExecutionFailed``. A ValueError is the engine refusing a
+    memory name or text (e.g. a lone surrogate)."""
+    try:
+        if closed:
+            raise ToolFailure(EXECUTION_FAILED)
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, Mapping):
+            raise ToolFailure(INVALID_ARGUMENTS)
+        return handler(arguments)
+    except ToolFailure as failure:
+        return ToolResult(failure.text, True)
+    except EngineDied:
+        with contextlib.suppress(LogicError):  # still unavailable: later calls fail too
+            restart()
+        return ToolResult(died, True)
+    except failures:
+        return ToolResult(EXECUTION_FAILED, True)
+
+
 class KnowledgeService:
     """The knowledge tools over one engine. ``call(name, arguments)`` runs a tool by name; each
     tool also has a method of its own name."""
@@ -174,26 +206,7 @@ class KnowledgeService:
         KeyError for a name that is not one of these tools (a protocol error, R-T8)."""
         handler = self._handlers[name]
         with self._lock:
-            try:
-                if arguments is None:
-                    arguments = {}
-                if not isinstance(arguments, Mapping):
-                    raise ToolFailure(INVALID_ARGUMENTS)
-                return handler(arguments)
-            except ToolFailure as failure:
-                return ToolResult(failure.text, True)
-            except EngineDied:
-                self._recover()
-                return ToolResult(EXECUTION_FAILED, True)
-            except LogicError:
-                return ToolResult(EXECUTION_FAILED, True)
-            except ValueError:  # the engine refused a memory name or text (e.g. a lone surrogate)
-                return ToolResult(EXECUTION_FAILED, True)
-
-    def _recover(self) -> None:
-        # Still unavailable: every call keeps failing with ExecutionFailed.
-        with contextlib.suppress(LogicError):
-            self.engine.restart()
+            return run_tool(handler, arguments, restart=self.engine.restart)
 
     def echo(self, arguments: Any = None) -> ToolResult:
         return self.call("echo", arguments)

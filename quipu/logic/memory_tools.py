@@ -28,7 +28,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from quipu.logic.errors import EngineDied, LogicError
+from quipu.logic.errors import LogicError
 from quipu.logic.journal import newline_count
 from quipu.logic.knowledge import (
     DEFAULT_MEMORY,
@@ -41,6 +41,7 @@ from quipu.logic.knowledge import (
     compact_json,
     optional_str,
     required_str,
+    run_tool,
 )
 from quipu.logic.project import (
     SCOPES,
@@ -122,22 +123,13 @@ class MemoryService:
         for a name that is not one of these tools (a protocol error, R-T8)."""
         handler = self._handlers[name]
         with self._lock:
-            try:
-                if self.runtime.closed:
-                    raise ToolFailure(EXECUTION_FAILED)
-                if arguments is None:
-                    arguments = {}
-                if not isinstance(arguments, Mapping):
-                    raise ToolFailure(INVALID_ARGUMENTS)
-                return handler(arguments)
-            except ToolFailure as failure:
-                return ToolResult(failure.text, True)
-            except EngineDied:
-                with contextlib.suppress(LogicError):  # the restart hook reloads every memory
-                    self.runtime.engine.restart()
-                return ToolResult(EXECUTION_FAILED, True)
-            except (LogicError, OSError, ValueError):
-                return ToolResult(EXECUTION_FAILED, True)
+            return run_tool(
+                handler,
+                arguments,
+                restart=self.runtime.engine.restart,  # the restart hook reloads every memory
+                closed=self.runtime.closed,
+                failures=(LogicError, OSError, ValueError),
+            )
 
     def create_memory(self, arguments: Any = None) -> ToolResult:
         return self.call("create_memory", arguments)

@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from quipu.logic.errors import EngineDied, LogicError
+from quipu.logic.errors import LogicError
 from quipu.logic.journal import journal_size, status_text
 from quipu.logic.knowledge import (
     DEFAULT_MEMORY,
@@ -38,6 +38,7 @@ from quipu.logic.knowledge import (
     ToolResult,
     optional_str,
     required_str,
+    run_tool,
 )
 from quipu.logic.runtime import RECORD_PREDICATES, LogicRuntime, MountedMemory
 from quipu.logic.snapshots import (
@@ -87,22 +88,13 @@ class PersistenceService:
         for a name that is not one of these tools (a protocol error, R-T8)."""
         handler = self._handlers[name]
         with self._lock:
-            try:
-                if self.runtime.closed:
-                    raise ToolFailure(EXECUTION_FAILED)  # §4.25: the persistence manager is gone
-                if arguments is None:
-                    arguments = {}
-                if not isinstance(arguments, Mapping):
-                    raise ToolFailure(INVALID_ARGUMENTS)
-                return handler(arguments)
-            except ToolFailure as failure:
-                return ToolResult(failure.text, True)
-            except EngineDied:
-                with contextlib.suppress(LogicError):  # the restart hook reloads every memory
-                    self.runtime.engine.restart()
-                return ToolResult(EXECUTION_FAILED, True)
-            except (LogicError, OSError, ValueError):
-                return ToolResult(EXECUTION_FAILED, True)
+            return run_tool(
+                handler,
+                arguments,
+                restart=self.runtime.engine.restart,  # the restart hook reloads every memory
+                closed=self.runtime.closed,
+                failures=(LogicError, OSError, ValueError),
+            )
 
     def save_snapshot(self, arguments: Any = None) -> ToolResult:
         return self.call("save_snapshot", arguments)

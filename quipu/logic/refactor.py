@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from quipu.logic.engine import Engine
-from quipu.logic.errors import EngineDied, LogicError
+from quipu.logic.errors import LogicError
 from quipu.logic.knowledge import (
     DEFAULT_MEMORY,
     EXECUTION_FAILED,
@@ -43,6 +43,7 @@ from quipu.logic.knowledge import (
     predicate_kind,
     required_str,
     result_parts,
+    run_tool,
 )
 from quipu.logic.snapshots import SnapshotInfo, latest_by_name
 
@@ -153,22 +154,10 @@ class RefactorService:
     def call(self, name: str, arguments: Any = None) -> ToolResult:
         """Run tool ``name``; raises KeyError for a name that is not one of these tools (R-T8)."""
         handler = self._handlers[name]
+        if name == "get_kb_overview" and not isinstance(arguments, Mapping):
+            arguments = {}  # the overview never fails on its arguments (§4.10)
         with self._lock:
-            try:
-                if arguments is None or (name == "get_kb_overview" and not isinstance(arguments, Mapping)):
-                    arguments = {}  # the overview never fails on its arguments (§4.10)
-                if not isinstance(arguments, Mapping):
-                    raise ToolFailure(INVALID_ARGUMENTS)
-                return handler(arguments)
-            except ToolFailure as failure:
-                return ToolResult(failure.text, True)
-            except EngineDied:
-                self._recover()
-                return ToolResult(ENGINE_NOT_INITIALIZED, True)
-            except LogicError:
-                return ToolResult(EXECUTION_FAILED, True)
-            except ValueError:
-                return ToolResult(EXECUTION_FAILED, True)
+            return run_tool(handler, arguments, restart=self._recover, died=ENGINE_NOT_INITIALIZED)
 
     def _recover(self) -> None:
         # A closed or never started engine (pid None) stays down; a dead one is restarted.

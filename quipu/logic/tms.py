@@ -23,7 +23,6 @@ Order of engine change and journal:
 
 from __future__ import annotations
 
-import contextlib
 import re
 import threading
 from collections.abc import Callable, Mapping
@@ -31,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 from quipu.logic.engine import Engine
-from quipu.logic.errors import EngineDied, LogicError
 from quipu.logic.knowledge import (
     DEFAULT_MEMORY,
     EXECUTION_FAILED,
@@ -47,6 +45,7 @@ from quipu.logic.knowledge import (
     raise_limit,
     required_str,
     result_parts,
+    run_tool,
 )
 from quipu.logic.knowledge import HELPER as KNOWLEDGE_HELPER
 from quipu.logic.terms import prolog_string
@@ -115,22 +114,7 @@ class TmsService:
         for a name that is not one of these tools (a protocol error, R-T8)."""
         handler = self._handlers[name]
         with self._lock:
-            try:
-                if arguments is None:
-                    arguments = {}
-                if not isinstance(arguments, Mapping):
-                    raise ToolFailure(INVALID_ARGUMENTS)
-                return handler(arguments)
-            except ToolFailure as failure:
-                return ToolResult(failure.text, True)
-            except EngineDied:
-                with contextlib.suppress(LogicError):  # still unavailable: later calls fail too
-                    self.engine.restart()
-                return ToolResult(EXECUTION_FAILED, True)
-            except LogicError:
-                return ToolResult(EXECUTION_FAILED, True)
-            except ValueError:  # the engine refused a memory name or text
-                return ToolResult(EXECUTION_FAILED, True)
+            return run_tool(handler, arguments, restart=self.engine.restart)
 
     def assume_fact(self, arguments: Any = None) -> ToolResult:
         return self.call("assume_fact", arguments)

@@ -25,10 +25,9 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from quipu.logic.errors import LogicError
 from quipu.logic.journal import newline_count
 from quipu.logic.knowledge import (
     DEFAULT_MEMORY,
@@ -41,7 +40,6 @@ from quipu.logic.knowledge import (
     compact_json,
     optional_str,
     required_str,
-    run_tool,
 )
 from quipu.logic.project import (
     SCOPES,
@@ -57,13 +55,11 @@ from quipu.logic.project import (
     write_manifest,
 )
 from quipu.logic.refactor import MountInfo
-from quipu.logic.runtime import LogicRuntime
+from quipu.logic.runtime import LogicRuntime, RuntimeTools
 from quipu.logic.snapshots import SnapshotInfo, list_snapshots
 
 TOOL_NAMES = ("create_memory", "mount_memory", "unmount_memory", "list_memories")
 CANNOT_UNMOUNT_DEFAULT = "Cannot unmount the default memory"
-
-_Handler = Callable[[Mapping[str, Any]], ToolResult]
 
 
 def created_text(name: str, scope: Scope) -> str:
@@ -98,38 +94,19 @@ def not_mounted_text(name: str) -> str:
     return f"Memory not mounted: {name}"
 
 
-class MemoryService:
+class MemoryService(RuntimeTools):
     """The four memory tools over one runtime. ``call(name, arguments)`` runs a tool by name; each
     tool also has a method of its own name. ``lock`` defaults to the runtime's; pass the lock the
     other services use so that all calls on the engine are serialised (R-T3)."""
 
     def __init__(self, runtime: LogicRuntime, *, lock: threading.RLock | None = None) -> None:
-        self.runtime = runtime
-        self._lock = lock if lock is not None else runtime.lock
-        self._handlers: dict[str, _Handler] = {
+        super().__init__(runtime, lock=lock)
+        self._handlers = {
             "create_memory": self._create_memory,
             "mount_memory": self._mount_memory,
             "unmount_memory": self._unmount_memory,
             "list_memories": self._list_memories,
         }
-
-    # ------------------------------------------------------------------ dispatch
-
-    def handles(self, name: str) -> bool:
-        return name in self._handlers
-
-    def call(self, name: str, arguments: Any = None) -> ToolResult:
-        """Run tool ``name``; ``arguments`` absent (None) means no arguments. Raises KeyError
-        for a name that is not one of these tools (a protocol error, R-T8)."""
-        handler = self._handlers[name]
-        with self._lock:
-            return run_tool(
-                handler,
-                arguments,
-                restart=self.runtime.engine.restart,  # the restart hook reloads every memory
-                closed=self.runtime.closed,
-                failures=(LogicError, OSError, ValueError),
-            )
 
     def create_memory(self, arguments: Any = None) -> ToolResult:
         return self.call("create_memory", arguments)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,9 +38,8 @@ from quipu.logic.knowledge import (
     ToolResult,
     optional_str,
     required_str,
-    run_tool,
 )
-from quipu.logic.runtime import RECORD_PREDICATES, LogicRuntime, MountedMemory
+from quipu.logic.runtime import RECORD_PREDICATES, LogicRuntime, MountedMemory, RuntimeTools
 from quipu.logic.snapshots import (
     SnapshotError,
     SnapshotNameError,
@@ -60,41 +59,20 @@ from quipu.logic.snapshots import (
 
 TOOL_NAMES = ("save_snapshot", "restore_snapshot", "list_snapshots", "get_persistence_status")
 
-_Handler = Callable[[Mapping[str, Any]], ToolResult]
 
-
-class PersistenceService:
+class PersistenceService(RuntimeTools):
     """The persistence tools over one runtime. ``call(name, arguments)`` runs a tool by name;
     each tool also has a method of its own name. ``lock`` defaults to the runtime's; pass the
     lock the other services use so that all calls on the engine are serialised (R-T3)."""
 
     def __init__(self, runtime: LogicRuntime, *, lock: threading.RLock | None = None) -> None:
-        self.runtime = runtime
-        self._lock = lock if lock is not None else runtime.lock
-        self._handlers: dict[str, _Handler] = {
+        super().__init__(runtime, lock=lock)
+        self._handlers = {
             "save_snapshot": self._save_snapshot,
             "restore_snapshot": self._restore_snapshot,
             "list_snapshots": self._list_snapshots,
             "get_persistence_status": self._get_persistence_status,
         }
-
-    # ------------------------------------------------------------------ dispatch
-
-    def handles(self, name: str) -> bool:
-        return name in self._handlers
-
-    def call(self, name: str, arguments: Any = None) -> ToolResult:
-        """Run tool ``name``; ``arguments`` absent (None) means no arguments. Raises KeyError
-        for a name that is not one of these tools (a protocol error, R-T8)."""
-        handler = self._handlers[name]
-        with self._lock:
-            return run_tool(
-                handler,
-                arguments,
-                restart=self.runtime.engine.restart,  # the restart hook reloads every memory
-                closed=self.runtime.closed,
-                failures=(LogicError, OSError, ValueError),
-            )
 
     def save_snapshot(self, arguments: Any = None) -> ToolResult:
         return self.call("save_snapshot", arguments)

@@ -30,13 +30,14 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from quipu.logic.clause_split import split_clauses
 from quipu.logic.engine import Engine, functor_parts
 from quipu.logic.errors import LogicError
 from quipu.logic.journal import OPS, Entry, Journal, Op, Record, read_journal
 from quipu.logic.knowledge import HELPER as KNOWLEDGE_HELPER
-from quipu.logic.knowledge import Mode
+from quipu.logic.knowledge import Mode, ToolResult, run_tool
 from quipu.logic.project import (
     DEFAULT_MEMORY,
     MemoryPaths,
@@ -446,6 +447,36 @@ def _chunks(records: Sequence[Record]) -> Iterable[Sequence[Record]]:
         start = end
 
 
+ToolHandler = Callable[[Mapping[str, Any]], ToolResult]
+
+
+class RuntimeTools:
+    """Dispatch shared by the tool services that work on a whole runtime (persistence,
+    memories): subclasses fill ``_handlers``. ``lock`` defaults to the runtime's; pass the lock
+    the other services use so that all calls on the engine are serialised (R-T3)."""
+
+    def __init__(self, runtime: LogicRuntime, *, lock: threading.RLock | None = None) -> None:
+        self.runtime = runtime
+        self._lock = lock if lock is not None else runtime.lock
+        self._handlers: dict[str, ToolHandler] = {}
+
+    def handles(self, name: str) -> bool:
+        return name in self._handlers
+
+    def call(self, name: str, arguments: Any = None) -> ToolResult:
+        """Run tool ``name``; ``arguments`` absent (None) means no arguments. Raises KeyError
+        for a name that is not one of these tools (a protocol error, R-T8)."""
+        handler = self._handlers[name]
+        with self._lock:
+            return run_tool(
+                handler,
+                arguments,
+                restart=self.runtime.engine.restart,  # the restart hook reloads every memory
+                closed=self.runtime.closed,
+                failures=(LogicError, OSError, ValueError),
+            )
+
+
 __all__ = [
     "HELPER",
     "RECORD_PREDICATES",
@@ -454,4 +485,6 @@ __all__ = [
     "MountTable",
     "MountedMemory",
     "RuntimeJournal",
+    "RuntimeTools",
+    "ToolHandler",
 ]

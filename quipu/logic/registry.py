@@ -67,6 +67,10 @@ class CliCommand:
         return " ".join(self.words)
 
 
+ENGINE_NOT_INITIALIZED: Final = "Prolog engine is not initialized"
+_NOT_INITIALIZED_TOOLS: Final = frozenset({"find_predicate_references", "get_kb_overview"})
+
+
 @dataclass(frozen=True, slots=True)
 class LogicTool:
     """One tool. ``input_schema`` and ``annotations`` are shared: read them, copy with ``listing()``."""
@@ -81,6 +85,12 @@ class LogicTool:
     options: tuple[CliOption, ...]  # in inputSchema property order
     rest_method: str
     rest_path: str
+
+    @property
+    def engine_unavailable_text(self) -> str:
+        """The tool's answer when no engine can be started: its own text where the contract
+        gives one (§4.8, §4.10), else the generic ``ExecutionFailed`` (R-T9)."""
+        return ENGINE_NOT_INITIALIZED if self.name in _NOT_INITIALIZED_TOOLS else "ExecutionFailed"
 
     @property
     def cli_command(self) -> str:

@@ -6,7 +6,13 @@ routes and this server are one system (the ``zpm`` tool commands call the servic
 call, quipu/cli/zpm.py). The route answers every tool result as the ``tools/call`` result
 object (``content`` + ``isError``), which is passed on unchanged; a problem+json answer (engine
 unavailable, project gone) becomes the tool result ``ExecutionFailed`` and the problem itself
-goes to stderr (R-T9).
+goes to stderr (R-T9), except that the two tools whose contract names the missing engine answer
+``Prolog engine is not initialized`` (``LogicTool.engine_unavailable_text``).
+
+The hop costs no thread hand-off **[designed here]**: the call is a direct ASGI request
+(quipu/mcp/asgi_call.py, no HTTP client), the app runs the tools inline on the loop's thread
+(``serve_inline``) and stdin is read there too. With one message at a time (R-T3) nothing else
+waits on the loop, so blocking it holds up no work.
 
 The JSON-RPC loop is our own, not the ``mcp`` SDK's stdio server **[designed here]**: the
 contract needs what that server does not do — strictly one message after another with the
@@ -41,14 +47,13 @@ from quipu.logic.registry import (
 )
 
 if TYPE_CHECKING:
-    import httpx
+    from starlette.types import ASGIApp
 
     from quipu.config import Settings
     from quipu.logic.project import Project
 
 log = logging.getLogger("quipu.logic.mcp")
 
-IN_PROCESS: Final = "http://zpm.in-process"
 # JSON-RPC error codes (R-T8).
 PARSE_ERROR: Final = -32700
 INVALID_REQUEST: Final = -32600
@@ -89,6 +94,8 @@ def route_result(tool: LogicTool, status: int, body: Any) -> dict[str, Any]:
         return dict(body)
     detail = body.get("error") if isinstance(body, dict) else None
     log.error("zpm: %s: the logic route answered %s: %s", tool.name, status, detail or body)
+    if isinstance(body, dict) and body.get("reason") == "engine_unavailable":
+        return failure(tool.engine_unavailable_text)
     return failure(EXECUTION_FAILED)
 
 
@@ -106,43 +113,45 @@ def logic_settings(project: Project) -> Settings:
 
 
 class LogicClient:
-    """Tool calls into ``POST /logic/<tool>`` of a running REST app, over ``httpx.ASGITransport``."""
+    """Tool calls into ``POST /logic/<tool>`` of a running REST app, as in-process ASGI requests
+    (quipu/mcp/asgi_call.py): the app's middleware, route, auth dependency and error handlers
+    judge each call, with no HTTP client in between."""
 
-    def __init__(self, http: httpx.AsyncClient) -> None:
-        self._http = http
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
 
     @classmethod
     @asynccontextmanager
     async def running(cls, settings: Settings) -> AsyncIterator[LogicClient]:
-        """Build the REST app, run its lifespan (ASGITransport does not) and yield a client."""
-        import httpx
+        """Build the REST app, run its lifespan (an in-process call runs none) and yield a client.
 
+        The app runs its tools inline (``serve_inline``): this server handles one message at a
+        time (R-T3), so nothing waits on the loop while a tool runs."""
         from quipu.rest.app import create_app
+        from quipu.rest.routers.logic import serve_inline
 
         app = create_app(settings)
-        transport = httpx.ASGITransport(app=app)
-        async with (
-            app.router.lifespan_context(app),
-            httpx.AsyncClient(transport=transport, base_url=IN_PROCESS) as http,
-        ):
-            yield cls(http)
+        serve_inline(app)
+        async with app.router.lifespan_context(app):
+            yield cls(app)
 
     async def call(self, tool: LogicTool, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        from quipu.mcp.asgi_call import asgi_request
+
         try:
-            response = await self._http.request(
-                tool.rest_method,
-                tool.rest_path,
-                json=dict(arguments),
-                headers={"Accept": "application/json"},
-            )
+            body = json.dumps(dict(arguments), separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+            response = await asgi_request(self._app, tool.rest_method, tool.rest_path, body, _HEADERS)
             try:
-                body = response.json()
+                answer: Any = response.json()
             except ValueError:
-                body = response.text
-            return route_result(tool, response.status_code, body)
+                answer = response.body.decode("utf-8", "replace")
+            return route_result(tool, response.status, answer)
         except Exception:
             log.exception("zpm: %s: the tool call could not be completed", tool.name)
             return failure(EXECUTION_FAILED)
+
+
+_HEADERS: Final = (("content-type", "application/json"), ("accept", "application/json"))
 
 
 def _response(request_id: Any, result: Any) -> dict[str, Any]:
@@ -249,16 +258,22 @@ async def serve_stdio(
     """The MCP loop over ``project`` until end-of-file on ``stdin`` (R-T5), then a clean close.
 
     With no streams given it takes the process's stdin and claims its stdout."""
-    import anyio.to_thread
+    import anyio.lowlevel
 
     reader = stdin if stdin is not None else sys.stdin.buffer
     writer = stdout if stdout is not None else claim_stdout()
     async with LogicClient.running(logic_settings(project)) as client:
         session = McpSession(client.call)
         while True:
-            line = await anyio.to_thread.run_sync(reader.readline)
+            # A blocking read on the loop's own thread [designed here]: between two messages
+            # nothing may run (R-T3) and the tools run inline, so it holds up no other work, and
+            # it saves a thread hand-off per message.
+            line = reader.readline()
             if not line:
                 break  # end of file: the previous message is answered, every write is durable
+            # A Ctrl-C while blocked above cancels this task: the inline calls may never suspend,
+            # so let the cancellation in here, before the line is handled.
+            await anyio.lowlevel.checkpoint()
             reply = await session.handle_line(line)
             if reply is not None:
                 writer.write(encode(reply))

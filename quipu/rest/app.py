@@ -92,11 +92,13 @@ def create_app(settings: Settings, extensions: Sequence[Extension] = ()) -> Fast
     # Opened on the first /logic call: no engine or project must not stop the quad store.
     app.state.logic = LogicHost(settings.logic.project)
     problems.install(app)
-    routers = [
+    # The logic routes first: FastAPI matches routers in order, and zpm serve's every tool call is
+    # one of them (no other path starts with /logic/, so no match changes).
+    routers = [logic.build_router()]
+    routers.extend(
         module.router
         for module in (service, query, reads, writes, update, repair, episodes, shapes, uploads, proposals)
-    ]
-    routers.append(logic.build_router())
+    )
     for router in routers:
         app.include_router(router)
     # Our routers' own route lists (FastAPI keeps an included router as one opaque entry).

@@ -464,8 +464,16 @@ def test_r_q3_at_most_100_solutions(kb: KnowledgeService) -> None:
 def test_r_q4_refused_goals_change_nothing(kb: KnowledgeService, journal: RecordingJournal) -> None:
     facts(kb, "x(0)")
     before = list(journal.batches)
-    for goal in ("assertz(x(1))", "retract(x(0))", "shell(ls)", "open('/tmp/q', write, S)", "nowhere:x(X)"):
-        assert kb.query_logic({"goal": goal}) == ToolResult("Query execution failed", True)
+    refused = (
+        "assertz(x(1))",
+        "retract(x(0))",
+        "shell(ls)",
+        "open('/tmp/q', write, S)",
+        "nowhere:assertz(x(1))",
+    )
+    for goal in (*refused, "lists:append(X, Y, Z)", "system:retract(x(0))"):
+        assert kb.query_logic({"goal": goal}) == ToolResult("Query execution failed", True), goal
+    assert kb.query_logic({"goal": "nowhere:x(X)"}) == ToolResult("[]")  # R-M2: no such memory mounted
     assert q(kb, "x(X)") == [{"X": 0}]
     assert journal.batches == before
 

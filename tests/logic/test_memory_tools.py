@@ -762,3 +762,101 @@ def test_a_manifest_deleted_while_running_is_rebuilt_from_the_mount_table(ms: Me
         {"name": "a", "path": ".zpm/kb/a", "scope": "project", "mode": "ro"},
         {"name": "b", "path": ".zpm/kb/b", "scope": "project", "mode": "rw"},
     ]
+
+
+# ------------------------------------------------------------- R-M2 at the top of a query
+
+
+def no_solutions() -> tuple[str, bool]:
+    """The seed's answer for a query without solutions (query_logic, "Success with No Results")."""
+    example = seed_example("query_logic#2")
+    assert example["case"] == "Response (Success with No Results)"
+    return example["text"], example["is_error"]
+
+
+def answer(ms: MemorySession, goal: str) -> tuple[str, bool]:
+    result = ms.call("query_logic", {"goal": goal})
+    return result.text, result.is_error
+
+
+def test_r_m2_a_top_level_goal_on_a_created_but_unmounted_memory_has_no_solutions(ms: MemorySession) -> None:
+    ms.ok("create_memory", {"name": "made"})
+    assert no_solutions() == ("[]", False)
+    assert answer(ms, "made:fact_of(X)") == no_solutions()
+    assert answer(ms, "made:true") == no_solutions()  # never run: not even a builtin succeeds
+    assert answer(ms, "(made:fact_of(X) ; X = 1)") == ('[{"X":1}]', False)
+    assert answer(ms, "\\+ made:fact_of(_)") == ("[{}]", False)
+    assert answer(ms, "findall(_X, made:fact_of(_X), L)") == ('[{"L":[]}]', False)
+    assert answer(ms, "maplist(made:fact_of, [a])") == no_solutions()  # a closure too
+    ms.ok("mount_memory", {"name": "made"})
+    ms.ok("remember_fact", {"fact": "fact_of(a)", "memory": "made"})
+    assert ms.rows("made:fact_of(X)") == [{"X": "a"}]
+    assert ms.rows("maplist(made:fact_of, [a])") == [{}]
+
+
+def test_r_m2_a_top_level_goal_on_an_unmounted_memory_that_held_facts_has_no_solutions(
+    ms: MemorySession,
+) -> None:
+    ms.ok("create_memory", {"name": "a"})
+    ms.ok("mount_memory", {"name": "a"})
+    ms.ok("remember_fact", {"fact": "fact_of(a)", "memory": "a"})
+    assert ms.rows("a:fact_of(X)") == [{"X": "a"}]
+    ms.ok("unmount_memory", {"name": "a"})
+    assert answer(ms, "a:fact_of(X)") == no_solutions()
+    assert answer(ms, "fact_of(X), a:fact_of(X)") == no_solutions()
+    ms.ok("mount_memory", {"name": "a"})  # its journal replayed: the same goal answers again
+    assert ms.rows("a:fact_of(X)") == [{"X": "a"}]
+
+
+def test_r_m2_a_top_level_goal_on_a_memory_that_never_existed_has_no_solutions(ms: MemorySession) -> None:
+    assert answer(ms, "nowhere:fact_of(X)") == no_solutions()
+    assert answer(ms, "nowhere:fact_of(X)") == no_solutions()  # the first query made no module
+    assert answer(ms, "'__all__':fact_of(X)") == no_solutions()
+    ms.ok("create_memory", {"name": "nowhere"})  # the name is still free
+    ms.ok("mount_memory", {"name": "nowhere"})
+    ms.ok("remember_fact", {"fact": "fact_of(b)", "memory": "nowhere"})
+    assert ms.rows("nowhere:fact_of(X)") == [{"X": "b"}]
+
+
+def test_r_m2_a_rule_naming_a_memory_before_it_exists_has_no_solutions_until_it_is_mounted(
+    ms: MemorySession,
+) -> None:
+    ms.ok("define_rule", {"head": "from_x(X)", "body": "x:fact_of(X)"})
+    assert answer(ms, "from_x(X)") == no_solutions()
+    assert answer(ms, "x:fact_of(X)") == no_solutions()
+    ms.ok("create_memory", {"name": "x"})  # the rule's reference does not reserve the name
+    ms.ok("mount_memory", {"name": "x"})
+    ms.ok("remember_fact", {"fact": "fact_of(1)", "memory": "x"})
+    assert ms.rows("from_x(X)") == [{"X": 1}]
+
+
+def test_r_q4_a_refused_goal_stays_refused_under_an_unmounted_memory(ms: MemorySession) -> None:
+    engine = ms.runtime.engine
+    ms.ok("create_memory", {"name": "a"})
+    ms.ok("mount_memory", {"name": "a"})
+    ms.ok("unmount_memory", {"name": "a"})
+    ms.ok("define_rule", {"head": "boom", "body": "a:halt"})
+    process = engine._process  # the engine child must survive
+    assert process is not None
+    for goal in ("a:halt", "nowhere:halt", "boom", "nowhere:shell(ls)", "a:assertz(x(1))"):
+        assert answer(ms, goal) == ("Query execution failed", True), goal
+    assert engine._process is process
+    assert process.poll() is None
+    assert ms.rows("true") == [{}]
+
+
+def test_r_q4_qualifiers_naming_engine_or_library_modules_are_still_refused(ms: MemorySession) -> None:
+    for goal in ("system:true", "user:foo(X)", "lists:append(X, Y, [1])", "quipu_logic:ql_memory(M)"):
+        assert answer(ms, goal) == ("Query execution failed", True), goal
+    assert answer(ms, "M:fact_of(X)") == ("Query execution failed", True)  # an unbound qualifier
+    assert answer(ms, "__all__:fact_of(X)") == ("Query execution failed", True)  # a variable, too
+
+
+def test_the_memory_argument_still_names_only_mounted_memories(ms: MemorySession) -> None:
+    ms.ok("create_memory", {"name": "made"})
+    for name in ("made", "nowhere", "__all__"):
+        check(
+            ms.call("query_logic", {"goal": "fact_of(X)", "memory": name}),
+            f"Memory not mounted: {name}",
+            True,
+        )

@@ -225,7 +225,8 @@ qk_render_solutions_(M, Text, Max, ok(Texts)) :-
     memberchk('X'=X, Names),
     quipu_logic:ql_memories(Mounted),
     quipu_logic:ql_safe_goal(Goal, M, Mounted),
-    quipu_logic:ql_silently(quipu_logic:ql_solutions(M:Goal, X, Max, Values)),
+    quipu_logic:ql_unmounted_fails(Goal, M, Mounted, Run),
+    quipu_logic:ql_silently(quipu_logic:ql_solutions(M:Run, X, Max, Values)),
     maplist(qk_render_value, Values, Texts).
 
 qk_render_value(V, Text) :-

@@ -60,14 +60,36 @@ ql_clear_module(M) :-
            ),
            abolish(M:N/A)).
 
-%   ql_reserved_name(+Name): an existing non-memory module or a library module name.
+%   ql_reserved_name(+Name): an existing non-memory module or a library module name. A module
+%   the engine made only because a clause named it (a rule body's m:G before memory m exists)
+%   is not one: m is still free to become a memory (R-M2).
 ql_reserved_name(Name) :-
     (   current_module(Name),
         \+ ql_memory(Name),
-        \+ ql_former_memory(Name)
+        \+ ql_former_memory(Name),
+        \+ ql_named_only(Name)
     ->  true
     ;   absolute_file_name(library(Name), _,
                            [file_type(prolog), access(read), file_errors(fail)])
+    ).
+
+ql_named_only(Name) :-
+    Name \== user,
+    module_property(Name, class(user)),
+    \+ module_property(Name, file(_)),
+    \+ ( current_predicate(Name:N/A),
+          functor(H, N, A),
+          \+ predicate_property(Name:H, imported_from(_))
+        ).
+
+%   ql_no_memory(-M): the module a goal under an unmounted memory's name is checked in: a
+%   memory module that is never mounted, so it holds no clauses. Checking in the named module
+%   itself would create it.
+ql_no_memory('$quipu_no_memory') :-
+    (   current_module('$quipu_no_memory')
+    ->  true
+    ;   set_module('$quipu_no_memory':base(system)),
+        set_module('$quipu_no_memory':class(user))
     ).
 
 
@@ -388,12 +410,13 @@ ql_query_(M, Text, Max, Result) :-
     ql_parse(Text, M, Goal, Names0),
     ql_memories(Mounted),
     ql_safe_goal(Goal, M, Mounted),
+    ql_unmounted_fails(Goal, M, Mounted, Run),
     exclude(ql_hidden_name, Names0, Names),
     maplist(ql_name_value, Names, Vars),
     findall(KeyName, member(KeyName=_, Names), Keys0),
     maplist(atom_string, Keys0, Keys),
     Template = Vars,
-    ql_silently(ql_solutions(M:Goal, Template, Max, Sols)),
+    ql_silently(ql_solutions(M:Run, Template, Max, Sols)),
     maplist(ql_encode_row, Sols, Rows),
     Result = ok(Keys, Rows).
 
@@ -502,6 +525,90 @@ ql_safe_goal(Goal, M, Mounted) :-
     ;   ql_refuse("the goal could not be checked", [])
     ).
 
+%   ql_unmounted_fails(+Goal, +M, +Mounted, -Run): Goal with every goal position Q:G whose Q is
+%   not a mounted memory replaced by fail, so that it has no solutions (R-M2) and G never
+%   runs: calling it would make module Q, and a builtin G would still succeed. For a goal
+%   ql_safe_goal accepted (every other qualifier is refused); it follows the goal positions
+%   that check follows: control constructs and the meta-arguments of library predicates.
+ql_unmounted_fails(Goal, M, Mounted, Run) :-
+    (   sub_term(T, Goal), nonvar(T), T = _:_
+    ->  ql_unmounted_goal(Goal, M, Mounted, Run)
+    ;   Run = Goal                      % the common case: nothing qualified
+    ).
+
+ql_unmounted_goal(G, _, _, G) :-
+    var(G), !.
+ql_unmounted_goal(Q:G, _, Mounted, Run) :- !,
+    (   memberchk(Q, Mounted)
+    ->  Run = Q:Run0,
+        ql_unmounted_goal(G, Q, Mounted, Run0)
+    ;   Run = fail
+    ).
+ql_unmounted_goal(G, M, Mounted, Run) :-
+    callable(G),
+    \+ ql_memory_predicate(M, G),
+    predicate_property(M:G, implementation_module(IM)),
+    IM \== M,
+    !,
+    G =.. [F|Args],
+    (   IM == yall, Args = [Left, Right|Extra]
+    ->  length(Extra, NExtra),
+        (   F == (>>)
+        ->  ( is_list(Left) -> length(Left, NP) ; NP = 0 ),
+            N is max(0, NExtra - NP)
+        ;   N = NExtra
+        ),
+        ql_unmounted_closure(Right, N, M, Mounted, Right1),
+        Run =.. [F, Left, Right1|Extra]
+    ;   predicate_property(M:G, meta_predicate(Spec))
+    ->  Spec =.. [_|Specs],
+        maplist(ql_unmounted_arg(M, Mounted), Specs, Args, Args1),
+        Run =.. [F|Args1]
+    ;   Run = G
+    ).
+ql_unmounted_goal(G, _, _, G).
+
+ql_unmounted_arg(M, Mounted, Spec, Arg, Run) :-
+    (   integer(Spec)
+    ->  ql_unmounted_closure(Arg, Spec, M, Mounted, Run)
+    ;   Spec == (^)
+    ->  ql_unmounted_carets(Arg, M, Mounted, Run)
+    ;   Run = Arg
+    ).
+
+ql_unmounted_carets(G, _, _, G) :-
+    var(G), !.
+ql_unmounted_carets(V^G, M, Mounted, V^Run) :- !,
+    ql_unmounted_carets(G, M, Mounted, Run).
+ql_unmounted_carets(G, M, Mounted, Run) :-
+    ql_unmounted_goal(G, M, Mounted, Run).
+
+%   A closure called with N more arguments: an unmounted one becomes a lambda that fails.
+ql_unmounted_closure(C, _, _, _, C) :-
+    var(C), !.
+ql_unmounted_closure(Q:C, N, _, Mounted, Run) :- !,
+    (   memberchk(Q, Mounted)
+    ->  Run = Q:Run0,
+        ql_unmounted_closure(C, N, Q, Mounted, Run0)
+    ;   N =:= 0
+    ->  Run = fail
+    ;   length(Params, N),
+        Run = (Params>>fail)
+    ).
+ql_unmounted_closure(C, N, M, Mounted, Run) :-
+    (   callable(C)
+    ->  length(Extra, N),
+        C =.. L0,
+        append(L0, Extra, L),
+        G =.. L,
+        ql_unmounted_goal(G, M, Mounted, Run0),
+        Run0 =.. L1,
+        append(L2, Extra1, L1),
+        length(Extra1, N),
+        Run =.. L2
+    ;   Run = C
+    ).
+
 ql_refuse(Fmt, Args) :-
     format(string(Why), Fmt, Args),
     throw(ql_refused(Why)).
@@ -513,7 +620,8 @@ ql_safe(Q:G, _, Where, Mounted, V0, V) :- !,
     ql_safe_qualifier(Q, Where, Mounted),
     (   memberchk(Q, Mounted)
     ->  ql_safe(G, Q, Where, Mounted, V0, V)
-    ;   V = V0                          % an unmounted memory in a rule body: no solutions
+    ;   ql_no_memory(None),             % an unmounted memory: no solutions (R-M2); what the
+        ql_safe(G, None, Where, Mounted, V0, V)  % goal would call is refused all the same
     ).
 ql_safe(G, _, _, _, V, V) :-
     \+ callable(G), !.                  % a type error at run time, caught there
@@ -522,10 +630,10 @@ ql_safe(G, _, _, _, _, _) :-
     ql_refuse("a list as a goal loads files", []).
 ql_safe(G, M, Where, Mounted, V0, V) :-
     functor(G, N, A),
-    (   ql_denied(N, A)
+    (   ql_memory_predicate(M, G)       % the memory's own clauses (set_point/1, open/1, ...);
+    ->  ql_safe_user(G, M, Mounted, V0, V)  % system predicates can never be one
+    ;   ql_denied(N, A)
     ->  ql_refuse("~q is not allowed in a query", [N/A])
-    ;   ql_memory_predicate(M, G)
-    ->  ql_safe_user(G, M, Mounted, V0, V)
     ;   predicate_property(M:G, implementation_module(IM)),
         IM \== M
     ->  ql_safe_library(IM, G, M, Where, Mounted, V0, V)
@@ -540,9 +648,9 @@ ql_safe_qualifier(Q, _, _) :-
     ql_refuse("a module qualifier must be a memory name", []).
 ql_safe_qualifier(Q, _, Mounted) :-
     memberchk(Q, Mounted), !.
-ql_safe_qualifier(Q, top, _) :- !,
+ql_safe_qualifier(Q, module, _) :- !,   % a module-sensitive argument, not a goal
     ql_refuse("~q is not a mounted memory", [Q]).
-ql_safe_qualifier(Q, rule, _) :-
+ql_safe_qualifier(Q, _, _) :-           % a goal: any name but an engine or library module's
     (   ql_reserved_name(Q)
     ->  ql_refuse("~q is not a memory", [Q])
     ;   true
@@ -604,7 +712,7 @@ ql_safe_arg(M, Where, Mounted, Spec, Arg, V0, V) :-
     ;   Spec == (//)
     ->  ql_safe_dcg(Arg, M, Where, Mounted, V0, V)
     ;   Spec == (:), nonvar(Arg), Arg = Q:_
-    ->  ql_safe_qualifier(Q, top, Mounted),
+    ->  ql_safe_qualifier(Q, module, Mounted),
         V = V0
     ;   V = V0
     ).
@@ -620,7 +728,8 @@ ql_safe_closure(Q:C, N, _, Where, Mounted, V0, V) :- !,
     ql_safe_qualifier(Q, Where, Mounted),
     (   memberchk(Q, Mounted)
     ->  ql_safe_closure(C, N, Q, Where, Mounted, V0, V)
-    ;   V = V0
+    ;   ql_no_memory(None),
+        ql_safe_closure(C, N, None, Where, Mounted, V0, V)
     ).
 ql_safe_closure(C, N, M, Where, Mounted, V0, V) :-
     (   callable(C)

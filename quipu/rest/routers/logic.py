@@ -10,15 +10,20 @@ project (``project_not_found``) or no engine (503 ``engine_unavailable``).
 The body is not validated against the tool's ``inputSchema`` here (the tools check their
 arguments and answer ``InvalidArguments``, R-T8); the schema is published in OpenAPI only.
 The routes are built from ``tools.json`` when the app is created, never at import.
+
+A tool runs in a worker thread (an engine call blocks), or on the loop's thread in an app set up
+with ``serve_inline`` (zpm serve). The answer is encoded here, once; ``ToolCallResult``
+documents it in OpenAPI.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
 
-from fastapi import APIRouter, Depends, Request
+import anyio.to_thread
+from fastapi import APIRouter, FastAPI, Request, Response
 from pydantic import BaseModel
 
 from quipu.errors import BadRequest, WrongType
@@ -52,14 +57,6 @@ async def _arguments(request: Request) -> dict[str, Any] | None:
     return value
 
 
-async def _host(request: Request) -> LogicHost:
-    host: LogicHost = request.app.state.logic
-    return host
-
-
-ArgumentsDep = Annotated[dict[str, Any] | None, Depends(_arguments)]
-HostDep = Annotated[LogicHost, Depends(_host)]
-
 _UNAVAILABLE: dict[int | str, dict[str, Any]] = {
     503: {
         "model": Problem,
@@ -69,12 +66,41 @@ _UNAVAILABLE: dict[int | str, dict[str, Any]] = {
 }
 
 
-def _endpoint(tool: LogicTool) -> Callable[..., dict[str, Any]]:
+def serve_inline(app: FastAPI) -> None:
+    """Run the tools on the event loop's own thread rather than in a worker thread.
+
+    Only for an app that serves one request at a time with nothing else on its loop, such as
+    ``zpm serve`` (R-T3): a tool call then blocks nothing, and the two thread hand-offs per call
+    (the call, then the answer's validation) are saved. A multi-client server must not use it:
+    an engine call blocks for up to the query limit."""
+    app.state.logic_inline = True
+
+
+def _answer(result: dict[str, Any]) -> Response:
+    """The ``tools/call`` result as the response, encoded once here: the route's
+    ``response_model`` documents it, and FastAPI would validate and re-encode it per call."""
+    try:
+        body = json.dumps(result, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate in a text: escaped, still valid JSON
+        body = json.dumps(result, separators=(",", ":")).encode("ascii")
+    return Response(body, media_type="application/json")
+
+
+def _endpoint(tool: LogicTool) -> Callable[[Request], Awaitable[Response]]:
     name = tool.name
 
-    # A plain def: FastAPI runs it in a worker thread, and an engine call blocks.
-    def endpoint(arguments: ArgumentsDep, host: HostDep) -> dict[str, Any]:
-        return host.service().call(name, arguments).as_mcp()
+    # async, and the request its only parameter: the least FastAPI work per call. The engine
+    # call blocks, so it goes to a worker thread unless the app serves inline.
+    async def endpoint(request: Request) -> Response:
+        arguments = await _arguments(request)
+        host: LogicHost = request.app.state.logic
+
+        def run() -> dict[str, Any]:
+            return host.service().call(name, arguments).as_mcp()
+
+        if getattr(request.app.state, "logic_inline", False):
+            return _answer(run())
+        return _answer(await anyio.to_thread.run_sync(run))
 
     endpoint.__name__ = f"logic_{name}"
     endpoint.__qualname__ = endpoint.__name__

@@ -80,12 +80,14 @@ def run_batch(
     *,
     final_newline: bool = True,
     env: Mapping[str, str] | None = None,
+    prefix: Sequence[str] = (),
 ) -> Batch:
-    """Pipe ``messages`` (objects, or raw lines) into ``zpm serve`` and wait for it to exit."""
+    """Pipe ``messages`` (objects, or raw lines) into ``zpm serve`` and wait for it to exit.
+    ``prefix`` runs the server through another program (e.g. ``runuser -u nobody --``)."""
     lines = [m if isinstance(m, str) else json.dumps(m) for m in messages]
     data = "\n".join(lines) + ("\n" if final_newline else "")
     done = subprocess.run(
-        [str(ZPM), "serve"],
+        [*prefix, str(ZPM), "serve"],
         cwd=cwd,
         input=data.encode("utf-8"),
         capture_output=True,
@@ -104,14 +106,14 @@ def run_batch(
 class Session:
     """A live ``zpm serve`` process: send a line, wait for the response with an id."""
 
-    def __init__(self, cwd: Path) -> None:
+    def __init__(self, cwd: Path, env: Mapping[str, str] | None = None) -> None:
         self.process = subprocess.Popen(
             [str(ZPM), "serve"],
             cwd=cwd,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env=zpm_env(),
+            env=zpm_env(env),
         )
         self.lines: list[str] = []  # every stdout line, in order
         self._responses: dict[Any, dict[str, Any]] = {}
@@ -185,8 +187,8 @@ class Session:
 
 
 @contextmanager
-def session(cwd: Path, *, initialize: bool = True) -> Iterator[Session]:
-    served = Session(cwd)
+def session(cwd: Path, *, initialize: bool = True, env: Mapping[str, str] | None = None) -> Iterator[Session]:
+    served = Session(cwd, env)
     try:
         if initialize:
             served.initialize()
@@ -203,6 +205,31 @@ def result_text(result: Mapping[str, Any]) -> str:
     assert isinstance(content, list) and len(content) == 1, result
     text: str = content[0]["text"]
     return text
+
+
+def converse(
+    cwd: Path,
+    calls: Sequence[tuple[str, Mapping[str, Any] | None]],
+    *,
+    env: Mapping[str, str] | None = None,
+    prefix: Sequence[str] = (),
+) -> list[dict[str, Any]]:
+    """One piped ``zpm serve`` session: the handshake, then ``calls`` as ``tools/call`` requests with
+    ids 1, 2, ...; the ``result`` of each, in call order (a protocol error fails the test)."""
+    batch = run_batch(
+        cwd,
+        [*handshake(), *(tool_call(i, name, args) for i, (name, args) in enumerate(calls, 1))],
+        env=env,
+        prefix=prefix,
+    )
+    assert batch.returncode == 0, batch.stderr
+    results = []
+    for i, (name, args) in enumerate(calls, 1):
+        answer = batch[i]
+        assert "result" in answer, (name, args, answer)
+        assert answer["result"]["isError"] in (True, False), answer
+        results.append(answer["result"])
+    return results
 
 
 @dataclass(frozen=True)

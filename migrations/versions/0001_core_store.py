@@ -86,6 +86,9 @@ def upgrade() -> None:
     op.bulk_insert(
         terms, [{"id": 1, "iri": META_IRI, "iri_hash": hashlib.sha256(META_IRI.encode()).digest()[:16]}]
     )
+    if op.get_bind().dialect.name == "postgresql":
+        # An explicit id does not advance PostgreSQL's sequence; the next term must get 2.
+        op.execute("SELECT setval(pg_get_serial_sequence('terms', 'id'), 1)")
     op.bulk_insert(
         graphs,
         [

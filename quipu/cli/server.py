@@ -117,13 +117,13 @@ def _serve_stdio(settings: Settings, token_file: str | None) -> None:
 
     authorization = stdio_authorization(token_file)  # an unsafe token file refuses to start here
     from quipu.mcp.registry import check_toolsets
-    from quipu.store.database import check_location
+    from quipu.store.database import check_location, display_location
 
     if settings.mcp.toolsets is not None:  # refused before the "serving" line, like HTTP
         check_toolsets(settings.mcp.toolsets)
     check_location(settings.store.db)
     configure()
-    log.info("serving MCP over stdio", extra={"fields": {"store": settings.store.db}})
+    log.info("serving MCP over stdio", extra={"fields": {"store": display_location(settings.store.db)}})
     anyio.run(serve_stdio, settings, authorization)
 
 
@@ -196,6 +196,7 @@ def serve(
     import uvicorn
 
     from quipu.rest.logs import configure
+    from quipu.store.database import display_location
     from quipu.version import version_info
 
     configure()
@@ -208,7 +209,7 @@ def serve(
                 "version": build["version"],
                 "git_sha": build["git_sha"],
                 "git_dirty": build["git_dirty"],
-                "store": settings.store.db,
+                "store": display_location(settings.store.db),
                 "url": base_url(server.host, server.port),
                 "read_only": server.read_only,
             }

@@ -26,11 +26,15 @@ from rdflib.paths import Path
 from rdflib.plugins.sparql.parserutils import CompValue
 from rdflib.term import Node as RdfNode
 from sqlalchemy import (
+    BigInteger,
     ColumnElement,
     Connection,
+    Integer,
+    LargeBinary,
     Select,
     and_,
     case,
+    cast,
     exists,
     false,
     func,
@@ -42,8 +46,9 @@ from sqlalchemy import (
     true,
     union_all,
 )
-from sqlalchemy.sql import FromClause
-from sqlalchemy.sql.elements import ColumnClause, Null
+from sqlalchemy.sql import FromClause, visitors
+from sqlalchemy.sql.elements import ClauseElement, ColumnClause, Null
+from sqlalchemy.sql.functions import FunctionElement
 
 from quipu.errors import BadLiteral
 from quipu.sparql.expressions import condition, iri_text, value_of
@@ -147,8 +152,8 @@ def _columns(rel: Rel, labels: dict[str, str]) -> list[Col]:
     cols: list[Col] = []
     for name, label in labels.items():
         x = rel.vars.get(name, UNBOUND)
-        cols.append(x.id.label(label + "i"))
-        cols.append(x.v.label(label + "v"))
+        cols.append(_id_col(x.id).label(label + "i"))
+        cols.append(_v_col(x.v).label(label + "v"))
         if x.n is not None:
             cols.append(x.n.label(label + "n"))
     return cols
@@ -273,7 +278,7 @@ def _union(ctx: Context, a: Rel, b: Rel) -> Rel:
         cols: list[Col] = []
         for name, label in labels.items():
             x = rel.vars.get(name, UNBOUND)
-            cols += [x.id.label(label + "i"), x.v.label(label + "v")]
+            cols += [_id_col(x.id).label(label + "i"), _v_col(x.v).label(label + "v")]
         cols.append(literal(number).label("kb"))
         cols += [(rel.keys[i] if i < len(rel.keys) else null()).label(f"k{i}") for i in range(width)]
         stmt = select(*cols)
@@ -333,7 +338,8 @@ def _values(ctx: Context, node: CompValue) -> Rel:
             term = by_name.get(name)
             # rdflib leaves the token "UNDEF" where a VALUES row binds nothing
             x = UNBOUND if term is None or not isinstance(term, (URIRef, Literal)) else constant(ctx, term)
-            cols += [x.id.label(label + "i"), x.v.label(label + "v")]
+            # Typed NULLs: PostgreSQL types an all-NULL column of a UNION as text.
+            cols += [_id_col(x.id).label(label + "i"), _v_col(x.v).label(label + "v")]
         selects.append(select(*cols))
     sq = (selects[0] if len(selects) == 1 else union_all(*selects)).subquery(ctx.sub_name())
     maybe = {n for n in names if any(not isinstance(row.get(Variable(n)), (URIRef, Literal)) for row in rows)}
@@ -468,18 +474,35 @@ def _contains_aggregate(node: Any) -> bool:
     return isinstance(node, CompValue) and node.name == "AggregateJoin"
 
 
+def _id_col(col: Col) -> Col:
+    """A node's id column, a NULL one typed: PostgreSQL types a bare NULL column as text, and a
+    later comparison with a term id then fails."""
+    return cast(col, BigInteger) if isinstance(col, Null) else col
+
+
+def _v_col(col: Col) -> Col:
+    """A node's value column, a NULL one typed (see ``_id_col``)."""
+    return cast(col, LargeBinary) if isinstance(col, Null) else col
+
+
 def _ordered(ctx: Context, rel: Rel, mods: _Mods, names: list[str]) -> Select[Any]:
     """SELECT of ``names`` from ``rel`` with ORDER BY, DISTINCT and LIMIT/OFFSET applied."""
     if rel.dedup and not mods.distinct:
         rel = _materialise(ctx, rel)
     keys: list[Col] = []
+    plain_keys: list[Col] = []
     for cond in mods.order:
         expr, desc = (
             (cond.expr, cond.order == "DESC")
             if getattr(cond, "name", "") == "OrderCondition"
             else (cond, False)
         )
-        keys += [k.desc() if desc else k for k in _order_keys(ctx, rel, expr)]
+        # A NULL key orders nothing, and PostgreSQL refuses a constant in ORDER BY.
+        found = [k for k in _order_keys(ctx, rel, expr) if not isinstance(k, Null)]
+        plain_keys += found
+        # NULL sorts first ascending and last descending, as SQLite does by default (PostgreSQL's
+        # default is the other way round).
+        keys += [k.desc().nulls_last() if desc else k.asc().nulls_first() for k in found]
     if mods.distinct and keys:
         # DISTINCT before ORDER BY: order keys must be functions of the projected columns
         order_vars = {str(c.expr if getattr(c, "name", "") == "OrderCondition" else c) for c in mods.order}
@@ -488,7 +511,11 @@ def _ordered(ctx: Context, rel: Rel, mods: _Mods, names: list[str]) -> Select[An
     cols: list[Col] = []
     for k, name in enumerate(names):
         x = rel.vars.get(name, UNBOUND)
-        cols += [x.id.label(f"o{k}i"), x.v.label(f"o{k}v")]
+        cols += [_id_col(x.id).label(f"o{k}i"), _v_col(x.v).label(f"o{k}v")]
+    if mods.distinct and keys and ctx.db.dialect.distinct_order_keys_selected:
+        # Functions of the projected columns (checked above), so DISTINCT sees the same rows;
+        # the decoder reads only the o<k> columns.
+        cols += [k.label(f"ok{i}") for i, k in enumerate(plain_keys)]
     stmt = select(*(cols or [literal(1).label("one")]))
     if rel.froms:
         stmt = stmt.select_from(*rel.froms)
@@ -571,12 +598,12 @@ def _aggregate(ctx: Context, node: CompValue) -> Rel:
                 x = value_of(ctx, inner, agg.vars)
                 target = (x.id if not x.has_v else encoding(x)) if distinct else case((is_bound(x), 1))
                 value = func.q_int(func.count(target.distinct() if distinct else target))
-            cols += [null().label(label + "i"), value.label(label + "v")]
+            cols += [_id_col(null()).label(label + "i"), value.label(label + "v")]
             out_names.append((res, False))
             continue
         if kind == "Aggregate_Sample" and isinstance(agg.vars, Variable) and str(agg.vars) in key_vars:
             x = key_vars[str(agg.vars)]
-            cols += [x.id.label(label + "i"), x.v.label(label + "v")]
+            cols += [_id_col(x.id).label(label + "i"), _v_col(x.v).label(label + "v")]
             out_names.append((res, True))
             continue
         x = value_of(ctx, inner, agg.vars)
@@ -616,7 +643,8 @@ def _aggregate(ctx: Context, node: CompValue) -> Rel:
     if inner.conds:
         stmt = stmt.where(*inner.conds)
     if keys:
-        stmt = stmt.group_by(*keys)
+        # PostgreSQL refuses a bare NULL as a grouping key; a typed one groups the same.
+        stmt = stmt.group_by(*(cast(k, Integer) if isinstance(k, Null) else k for k in keys))
     sq = stmt.subquery(ctx.sub_name())
     out = Rel([sq], [], {}, set(), keys=[sq.c.kr])
     for k, (res, may_be_iri) in enumerate(out_names):
@@ -645,7 +673,7 @@ def compile_pattern(
     if not rel.empty:
         result.statement = _ordered(ctx, rel, _Mods(), names)
     result.mixed, result.grows = ctx.mixed, ctx.grows
-    return result
+    return _runnable(db, result)
 
 
 def compile_query(
@@ -658,6 +686,38 @@ def compile_query(
     max_rows: int | None = None,
 ) -> Compiled:
     """Compile ``main`` (the query algebra) or raise ``Unsupported``."""
+    return _runnable(db, _compile_query(db, conn, main, view, named=named, max_rows=max_rows))
+
+
+def _runnable(db: Database, compiled: Compiled) -> Compiled:
+    """``compiled``, unless it calls value functions this backend's server does not have; the
+    query is still answered then: rdflib's evaluator takes it over the same view."""
+    available = db.dialect.functions
+    if available is not None and compiled.statement is not None:
+        missing = _own_functions(compiled.statement) - available
+        if missing:
+            raise Unsupported(f"{', '.join(sorted(missing))} on the {db.dialect.name} backend")
+    return compiled
+
+
+def _own_functions(statement: ClauseElement) -> set[str]:
+    """The SPARQL value functions (``q_*``, SQLite UDFs) that ``statement`` calls."""
+    return {
+        element.name
+        for element in visitors.iterate(statement)
+        if isinstance(element, FunctionElement) and getattr(element, "name", "").startswith("q_")
+    }
+
+
+def _compile_query(
+    db: Database,
+    conn: Connection,
+    main: CompValue,
+    view: TemporalView,
+    *,
+    named: frozenset[int] | None,
+    max_rows: int | None,
+) -> Compiled:
     ctx = Context(db, conn, view, named)
     ctx.pattern = _pattern
     if main.name == "AskQuery":

@@ -34,6 +34,7 @@ from quipu.sparql.relations import (
     same_term,
 )
 from quipu.store import sqlfunctions, values
+from quipu.store.dialect import text_position, text_suffix, utf8_text
 from quipu.store.schema import terms
 
 
@@ -80,8 +81,6 @@ def _expr(ctx: Context, rel: Rel, expr: Any) -> Node | ColumnElement[bool]:
     if not isinstance(expr, Expr | CompValue):
         raise Unsupported(f"expression {type(expr).__name__}")
     name = expr.name
-    if not ctx.db.dialect.sparql_functions and name not in _PLAIN_SQL:
-        raise Unsupported(f"{name} needs the SPARQL SQL functions")
     handler = _HANDLERS.get(name)
     if handler is None:
         return _via_rdflib(ctx, rel, expr)
@@ -314,7 +313,7 @@ def _str2_bool(fn: str) -> Callable[[Context, Rel, Any], ColumnElement[bool]]:
         x, y = value_of(ctx, rel, e.arg1), value_of(ctx, rel, e.arg2)
         if not x.has_v or not y.has_v:
             return literal(None)
-        general = func.q_strfn2(fn, encoding(x), encoding(y)) == 1
+        general = func.q_strtest(fn, encoding(x), encoding(y)) == 1
         needle = e.arg2
         if not (
             isinstance(needle, Literal)
@@ -324,12 +323,12 @@ def _str2_bool(fn: str) -> Callable[[Context, Rel, Any], ColumnElement[bool]]:
             return general
         # A simple-string constant against a stored simple string: plain SQL on the bytes
         # after the tag, no Python per row (other values keep the full SPARQL rules).
-        text = func.cast(func.substr(x.v, 2), Text)
+        text = utf8_text(func.substr(x.v, 2))
         n = len(str(needle))
         fast = {
-            "CONTAINS": func.instr(text, str(needle)) > 0,
+            "CONTAINS": text_position(text, literal(str(needle), Text)) > 0,
             "STRSTARTS": func.substr(text, 1, n) == str(needle),
-            "STRENDS": func.substr(text, -n, n) == str(needle) if n else true(),
+            "STRENDS": text_suffix(text, n) == str(needle) if n else true(),
         }[fn]
         return case((func.substr(x.v, 1, 1) == values.string(""), fast), else_=general)
 
@@ -341,7 +340,7 @@ def _str2_node(fn: str) -> Callable[[Context, Rel, Any], Node]:
         x, y = value_of(ctx, rel, e.arg1), value_of(ctx, rel, e.arg2)
         if not x.has_v or not y.has_v:
             return Node(null(), null(), has_id=False)
-        return Node(null(), func.q_strfn2(fn, encoding(x), encoding(y)), has_id=False)
+        return Node(null(), func.q_strpart(fn, encoding(x), encoding(y)), has_id=False)
 
     return handler
 
@@ -398,10 +397,12 @@ def _exists(negated: bool) -> Callable[[Context, Rel, Any], ColumnElement[bool]]
             x = rel.vars.get(name)
             if x is None:
                 continue
-            if name in rel.maybe:
-                conds.append(or_(is_unbound(x), same_term(x, y)))
-            else:
-                conds.append(same_term(x, y))
+            # Compatible solutions: equal where both are bound; an unbound side (outer OPTIONAL,
+            # inner VALUES ... UNDEF) matches anything.
+            either = [is_unbound(x)] if name in rel.maybe else []
+            either += [same_term(x, y)]
+            either += [is_unbound(y)] if name in inner.maybe else []
+            conds.append(or_(*either) if len(either) > 1 else either[0])
         sub = select(literal(1))
         # Everything not the inner pattern's own is the outer row's: correlate it explicitly
         # (SQLAlchemy would not correlate away a subquery's only FROM).
@@ -497,14 +498,3 @@ _HANDLERS: dict[str, Callable[[Context, Rel, Any], Any]] = {
     "Builtin_EXISTS": _exists(False),
     "Builtin_NOTEXISTS": _exists(True),
 }
-# Handlers that need no SQL function (they run on any backend).
-_PLAIN_SQL = frozenset(
-    {
-        "ConditionalAndExpression",
-        "ConditionalOrExpression",
-        "UnaryNot",
-        "Builtin_BOUND",
-        "Builtin_EXISTS",
-        "Builtin_NOTEXISTS",
-    }
-)

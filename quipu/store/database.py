@@ -20,7 +20,7 @@ from sqlalchemy.pool import StaticPool
 
 from quipu.errors import ConfigError, WriteRefused
 from quipu.identity import Authenticated
-from quipu.store.dialect import Dialect, SqliteDialect, SqliteTuning
+from quipu.store.dialect import Dialect, PostgresDialect, SqliteDialect, SqliteTuning
 from quipu.store.events import EpisodeMark, QueuedEvent, Refusal, emit, record_refusal
 from quipu.store.stage import forget_temp_tables
 from quipu.store.terms import TermDictionary
@@ -46,25 +46,63 @@ def alembic_config(url: str | None = None) -> Config:
     return cfg
 
 
+_POSTGRES_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg")
+
+
+@dataclass(frozen=True)
+class Backend:
+    """Where a store lives: its SQLAlchemy URL, which dialect, and whether it is in memory."""
+
+    url: str
+    kind: str  # "sqlite" | "postgresql"
+    memory: bool = False
+
+    @property
+    def display(self) -> str:
+        """The URL without a password, for messages and logs."""
+        return make_url(self.url).render_as_string(hide_password=True)
+
+
+def resolve(location: str) -> Backend:
+    """A path, ``:memory:``, ``sqlite:///...`` or ``postgresql://...`` as a ``Backend``."""
+    if location in (":memory:", "sqlite://", "sqlite:///:memory:"):
+        return Backend("sqlite://", "sqlite", memory=True)
+    if location.startswith("sqlite:"):
+        return Backend(location, "sqlite", memory=make_url(location).database in (None, "", ":memory:"))
+    if "://" in location:
+        scheme = location.split("://", 1)[0].lower()
+        if scheme in _POSTGRES_SCHEMES:
+            # psycopg 3 is the driver whichever spelling the user wrote.
+            return Backend("postgresql+psycopg://" + location.split("://", 1)[1], "postgresql")
+        raise ConfigError(
+            f"unsupported store URL scheme {scheme!r}: use a SQLite file path, ':memory:', "
+            "'sqlite:///PATH' or 'postgresql://USER@HOST/DATABASE'"
+        )
+    return Backend(f"sqlite:///{Path(location).expanduser()}", "sqlite")
+
+
+def display_location(location: str) -> str:
+    """``location`` fit for logs: a store URL loses its password."""
+    try:
+        backend = resolve(location)
+    except ConfigError:
+        return location
+    return backend.display if backend.kind == "postgresql" else location
+
+
 def sqlite_url(location: str) -> tuple[str, bool]:
     """Turn a path, ``:memory:`` or ``sqlite:///...`` into an SQLAlchemy URL."""
-    if location in (":memory:", "sqlite://", "sqlite:///:memory:"):
-        return "sqlite://", True
-    if location.startswith("sqlite:"):
-        return location, make_url(location).database in (None, "", ":memory:")
-    if "://" in location:
-        scheme = location.split("://", 1)[0]
-        raise ConfigError(
-            f"unsupported store URL scheme {scheme!r}: use a SQLite file path, ':memory:' "
-            "or 'sqlite:///PATH' (the PostgreSQL backend is not part of this build yet)"
-        )
-    return f"sqlite:///{Path(location).expanduser()}", False
+    backend = resolve(location)
+    if backend.kind != "sqlite":
+        raise ConfigError(f"{backend.display} is not a SQLite store")
+    return backend.url, backend.memory
 
 
 def check_location(location: str) -> None:
     """Refuse a store location that cannot be opened, before anything is created."""
-    url, memory = sqlite_url(location)
-    if not memory and not Path(make_url(url).database or "").parent.exists():
+    backend = resolve(location)
+    directory = Path(make_url(backend.url).database or "").parent
+    if backend.kind == "sqlite" and not backend.memory and not directory.exists():
         raise ConfigError(f"cannot create store {location!r}: its directory does not exist")
 
 
@@ -94,14 +132,36 @@ class Database:
     """A store on disk or in memory: one writer connection and a pool of readers."""
 
     def __init__(self, location: str, tuning: SqliteTuning | None = None, readers: int = 4) -> None:
-        url, memory = sqlite_url(location)
+        backend = resolve(location)
         self.location = location
-        self.memory = memory
-        self.dialect: Dialect = SqliteDialect(tuning or SqliteTuning(), memory=memory)
+        self.backend = backend
+        self.memory = backend.memory
         self._write_lock = threading.RLock()
+        check_location(location)
+        if backend.kind == "postgresql":
+            self.dialect: Dialect = PostgresDialect()
+            self._open_postgres(backend.url, readers)
+        else:
+            self.dialect = SqliteDialect(tuning or SqliteTuning(), memory=backend.memory)
+            self._open_sqlite(backend.url, readers)
+        self.terms = TermDictionary()
+        # (kind, term) pairs known to be in schema_terms: only ever grows, so never stale.
+        self.schema_terms_seen: set[tuple[str, str]] = set()
+        try:
+            self.upgrade()
+            with self._write_lock, self.writer.connect() as conn, conn.begin():
+                self.dialect.begin_write(conn)
+                self.dialect.prepare(conn)
+        except BaseException:
+            self._dispose()
+            raise
+        if backend.kind == "sqlite":
+            self.dialect.start(None if backend.memory else make_url(backend.url).database)
+
+    def _open_sqlite(self, url: str, readers: int) -> None:
         # enable_from_linting=False: a SPARQL pattern with disjoint parts is a cross product on
         # purpose, not a forgotten join condition.
-        if memory:
+        if self.memory:
             # One shared connection: a second one would see a different, empty database.
             self.writer = create_engine(
                 url,
@@ -111,29 +171,47 @@ class Database:
             )
             self.dialect.configure(self.writer, write=False)
             self.reader = self.writer
-        else:
-            check_location(location)
-            self.writer = create_engine(
-                url,
-                pool_size=1,
-                max_overflow=0,
-                connect_args={"check_same_thread": False},
-                enable_from_linting=False,
-            )
-            self.reader = create_engine(
-                url,
-                pool_size=readers,
-                max_overflow=readers,
-                connect_args={"check_same_thread": False},
-                enable_from_linting=False,
-            )
-            self.dialect.configure(self.writer, write=True)
-            self.dialect.configure(self.reader, write=False)
-        self.terms = TermDictionary()
-        # (kind, term) pairs known to be in schema_terms: only ever grows, so never stale.
-        self.schema_terms_seen: set[tuple[str, str]] = set()
-        self.upgrade()
-        self.dialect.start(None if memory else make_url(url).database)
+            return
+        self.writer = create_engine(
+            url,
+            pool_size=1,
+            max_overflow=0,
+            connect_args={"check_same_thread": False},
+            enable_from_linting=False,
+        )
+        self.reader = create_engine(
+            url,
+            pool_size=readers,
+            max_overflow=readers,
+            connect_args={"check_same_thread": False},
+            enable_from_linting=False,
+        )
+        self.dialect.configure(self.writer, write=True)
+        self.dialect.configure(self.reader, write=False)
+
+    def _open_postgres(self, url: str, readers: int) -> None:
+        try:
+            import psycopg  # noqa: F401 - the driver SQLAlchemy loads for this URL
+        except ImportError:  # pragma: no cover - a dependency of quipu
+            raise ConfigError(
+                "the PostgreSQL backend needs the psycopg package (pip install psycopg)"
+            ) from None
+        # pool_pre_ping on the writer only: a server restart must not fail a write. A read pays
+        # no extra round trip for it (it was a third of a point lookup's time, measured); after
+        # a restart one read fails and the pool reconnects.
+        self.writer = create_engine(
+            url, pool_size=1, max_overflow=0, pool_pre_ping=True, enable_from_linting=False
+        )
+        self.reader = create_engine(url, pool_size=readers, max_overflow=readers, enable_from_linting=False)
+        self.dialect.configure(self.writer, write=True)
+        self.dialect.configure(self.reader, write=False)
+        try:
+            with self.writer.connect():
+                pass
+        except SQLAlchemyError as exc:
+            self._dispose()
+            reason = getattr(exc, "orig", None) or exc
+            raise ConfigError(f"cannot open store {self.backend.display}: {str(reason).strip()}") from None
 
     # -- schema -----------------------------------------------------------------------------
 
@@ -202,6 +280,9 @@ class Database:
         except SQLAlchemyError:  # upkeep only: never let it keep the store from closing
             pass
         self.dialect.stop()
+        self._dispose()
+
+    def _dispose(self) -> None:
         self.writer.dispose()
         if self.reader is not self.writer:
             self.reader.dispose()

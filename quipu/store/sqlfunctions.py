@@ -522,7 +522,8 @@ SCALARS: dict[str, tuple[int, Callable[..., Any]]] = {
     "q_num": (1, numeric_value),
     "q_int": (1, integer),
     "q_bool": (1, boolean),
-    "q_strfn2": (3, str_fn),
+    "q_strtest": (3, str_fn),  # CONTAINS, STRSTARTS, STRENDS: 1, 0 or None
+    "q_strpart": (3, str_fn),  # STRBEFORE, STRAFTER: an encoding
     "q_strfn1": (2, str_fn),
     "q_regex2": (2, regex),
     "q_regex3": (3, regex),

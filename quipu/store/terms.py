@@ -120,6 +120,8 @@ class TermDictionary:
             found.update((i, pending[i]) for i in missing if i in pending)
             if len(rest) > _BULK:
                 found.update(self._intern_bulk(ctx, rest))
+            elif len(rest) > 1 and ctx.dialect.round_trips_costly:
+                found.update(self._intern_batched(ctx, rest))
             elif rest:
                 found.update(self._intern_few(ctx, rest))
         return found
@@ -143,6 +145,28 @@ class TermDictionary:
         ctx.pending_terms.update(created)
         existing.update(created)
         return existing
+
+    def _intern_batched(self, ctx: WriteContext, iris: list[str]) -> dict[str, int]:
+        """Two statements for the whole batch, one lookup and one multi-row insert: for a server
+        backend, where each statement is a network round trip."""
+        iris.sort()  # ids follow IRI order, as in the other paths
+        existing = self._fetch(ctx.conn, iris) if len(iris) > _FEW else self._fetch_all(ctx.conn, iris)
+        new = [iri for iri in iris if iri not in existing]
+        created: dict[str, int] = {}
+        if new:
+            rows = [{"iri": iri, "iri_hash": iri_hash(iri)} for iri in new]
+            statement = insert(terms).values(rows).returning(terms.c.id, terms.c.iri)
+            created = {row[1]: int(row[0]) for row in ctx.conn.execute(statement)}
+        self.remember(existing)
+        ctx.pending_terms.update(created)
+        return {**existing, **created}
+
+    def _fetch_all(self, conn: Connection, iris: list[str]) -> dict[str, int]:
+        """``_fetch`` in one statement however few the IRIs are."""
+        wanted = set(iris)
+        rows = conn.execute(_BY_HASH, {"h": [iri_hash(x) for x in iris]})
+        found = {row[1]: int(row[0]) for row in rows if row[1] in wanted}
+        return found
 
     def _intern_bulk(self, ctx: WriteContext, iris: list[str]) -> dict[str, int]:
         """Stage the IRIs, insert the unknown ones and read every id back with one join each."""

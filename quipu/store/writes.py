@@ -13,11 +13,14 @@ from itertools import chain
 from typing import Any
 
 from sqlalchemy import (
+    BigInteger,
     ColumnElement,
     Connection,
+    Float,
     Text,
     bindparam,
     case,
+    cast,
     exists,
     func,
     insert,
@@ -242,8 +245,8 @@ def _insert_unowned(staged: FromClause) -> Insert:
         st.vh,
         st.v_ref,
         st.v_num,
-        bindparam("g"),
-        bindparam("tx"),
+        bindparam("g", type_=BigInteger),
+        bindparam("tx", type_=BigInteger),
         bindparam("vf", type_=Text),
         literal(OP_ASSERT),
         case((live_already, 1), else_=0),
@@ -259,6 +262,12 @@ _LISTED_ROWS = 64
 _listed: dict[int, tuple[Insert, tuple[str, ...]]] = {}
 
 
+def _row_param(name: str, column: str) -> ColumnElement[Any]:
+    """A bound row value typed as its column: PostgreSQL reads an untyped NULL in a UNION as text."""
+    param = bindparam(name, type_=fact_stage.c[column].type)
+    return cast(param, Float) if column == "v_num" else param
+
+
 def _insert_listed(n: int) -> tuple[Insert, tuple[str, ...]]:
     """``_insert_unowned`` over ``n`` rows bound as parameters, and those parameters' names.
 
@@ -271,7 +280,10 @@ def _insert_listed(n: int) -> tuple[Insert, tuple[str, ...]]:
         width = len(ROW_COLUMNS)
         one: list[Select[*tuple[Any, ...]]] = [
             select(
-                *(bindparam(name).label(c) for name, c in zip(names[i : i + width], ROW_COLUMNS, strict=True))
+                *(
+                    _row_param(name, c).label(c)
+                    for name, c in zip(names[i : i + width], ROW_COLUMNS, strict=True)
+                )
             )
             for i in range(0, len(names), width)
         ]

@@ -8,10 +8,10 @@ default: check test
 serve *args:
     {{uv}} run quipu-server {{args}}
 
-# The whole test suite (first installs SWI-Prolog for the logic memory when swipl is missing)
+# The whole test suite, on SQLite and then on a throw-away PostgreSQL cluster (scripts/test.sh;
+# it first installs SWI-Prolog for the logic memory when swipl is missing)
 test *args:
-    sh scripts/ensure-swipl.sh
-    {{uv}} run pytest {{args}}
+    QUIPU_UV={{uv}} sh scripts/test.sh {{args}}
 
 # MCP: `just mcp test` runs the protocol-level acceptance suite over HTTP and stdio (pytest args after it)
 mcp action *args:

@@ -1,4 +1,5 @@
-"""Shared fixtures: every test gets its own real SQLite file under ``tmp_path``."""
+"""Shared fixtures: every test gets its own real store: a SQLite file under ``tmp_path``, or a
+PostgreSQL database of its own when ``QUIPU_TEST_DB`` names a server (tests/backends.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,45 @@ import pytest
 import quipu
 from quipu.api import KnowledgeBase
 from quipu.config import Settings
+from tests import backends
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    url = backends.server_url()
+    return f"quipu store backend: {'PostgreSQL ' + url if url else 'SQLite files'}"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not backends.on_postgres():
+        return
+    skips = {
+        "sqlite_only": pytest.mark.skip(
+            reason="checks the SQLite file itself (QUIPU_TEST_DB selects PostgreSQL)"
+        ),
+        # On PostgreSQL these parts of a query are answered by rdflib's evaluator instead.
+        "sparql_functions": pytest.mark.skip(
+            reason="property paths and per-row rdflib functions compile on SQLite only"
+        ),
+    }
+    for item in items:
+        for marker, skip in skips.items():
+            if item.get_closest_marker(marker) is not None:
+                item.add_marker(skip)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
+    yield
+    if backends.on_postgres():
+        tmp = getattr(item, "funcargs", {}).get("tmp_path")
+        if isinstance(tmp, Path):
+            backends.drop_under(tmp)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if backends.on_postgres():
+        backends.drop_under(None)
+        backends.drop_template()
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -30,8 +70,8 @@ def _no_ambient_config(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Non
 
 @pytest.fixture
 def kb(tmp_path: Path) -> Iterator[KnowledgeBase]:
-    """A fresh store in a real SQLite file, closed after the test."""
-    store = quipu.open(str(tmp_path / "kb.db"))
+    """A fresh store (a real SQLite file, or a database of its own), closed after the test."""
+    store = quipu.open(backends.store_location(tmp_path))
     try:
         yield store
     finally:

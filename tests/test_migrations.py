@@ -25,6 +25,9 @@ from quipu.api import KnowledgeBase
 from quipu.store.database import Database, alembic_config
 from quipu.store.schema import metadata
 
+# SQLite files, read with sqlite3; tests/store/test_postgres.py upgrades a revision-1 PostgreSQL store.
+pytestmark = pytest.mark.sqlite_only
+
 FIXTURE = Path(__file__).parent / "fixtures" / "rev1.db"
 EX = "http://ex.org/"
 XSD = "http://www.w3.org/2001/XMLSchema#"

@@ -16,6 +16,7 @@ from fastapi.testclient import TestClient
 import quipu
 from quipu.config import Settings, load_settings
 from quipu.rest.app import create_app
+from tests.backends import store_location
 
 EX = "http://ex.org/"
 DOC = (
@@ -25,7 +26,7 @@ DOC = (
 
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
-    return load_settings(store={"db": str(tmp_path / "s.db")})
+    return load_settings(store={"db": store_location(tmp_path, "s.db")})
 
 
 @pytest.fixture
@@ -35,7 +36,7 @@ def client(settings: Settings) -> Iterator[TestClient]:
 
 
 def test_settings_point_at_the_temp_store(settings: Settings, tmp_path: Path) -> None:
-    assert settings.store.db == str(tmp_path / "s.db")
+    assert settings.store.db == store_location(tmp_path, "s.db")
 
 
 def test_health(client: TestClient) -> None:
@@ -44,6 +45,7 @@ def test_health(client: TestClient) -> None:
     assert response.json() == {"status": "ok"}
 
 
+@pytest.mark.sqlite_only  # a file appears only when the lifespan opens the store
 def test_the_store_opens_in_the_lifespan_not_at_creation(settings: Settings) -> None:
     app = create_app(settings)
     assert not Path(settings.store.db).exists()

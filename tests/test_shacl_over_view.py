@@ -11,6 +11,7 @@ from rdflib.namespace import SH
 import quipu
 from quipu.store.rdflib_store import QuipuView, dataset
 from quipu.store.views import TemporalView
+from tests.backends import store_location
 
 DATA = """@prefix ex: <http://ex.org/> .
 ex:alice a ex:Person ; ex:age 30 ; ex:knows ex:bob .
@@ -33,7 +34,7 @@ def _focus_nodes(kb: quipu.api.KnowledgeBase, view: TemporalView) -> set[str]:
 
 
 def test_pyshacl_reports_violations_from_the_store(tmp_path: Path) -> None:
-    with quipu.open(str(tmp_path / "kb.db")) as kb:
+    with quipu.open(store_location(tmp_path, "kb.db")) as kb:
         first = kb.knot(DATA, timestamp="2026-01-01T00:00:00Z")
         assert _focus_nodes(kb, TemporalView()) == {"http://ex.org/bob"}
         # Fix bob's age; the current state conforms, the state as of the first write does not.

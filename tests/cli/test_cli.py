@@ -32,6 +32,8 @@ from typer.testing import CliRunner
 
 import quipu
 from quipu.cli.main import app
+from tests.backends import on_postgres, store_location
+from tests.store import snapshot
 
 QUIPU = Path(sys.executable).parent / "quipu"
 EX = "http://ex.org/"
@@ -125,6 +127,14 @@ def file_digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def store_digest(directory: Path, name: str) -> str:
+    """The SQLite file's bytes; on PostgreSQL, the content of every table of the store."""
+    if not on_postgres():
+        return file_digest(directory / name)
+    with quipu.open(store_location(directory, name)) as kb:
+        return hashlib.sha256(repr(snapshot(kb)).encode()).hexdigest()
+
+
 def listing(directory: Path) -> list[str]:
     return sorted(p.name for p in directory.iterdir())
 
@@ -155,8 +165,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
     svc.mkdir()
     (svc / "svc.ttl").write_text(SVC_TTL, encoding="utf-8")
     (svc / "bad.ttl").write_text("@prefix : <http://ex.org/> .\n:svc :cores .\n", encoding="utf-8")
-    db = str(svc / "svc.db")
-    out.notes["svc_db"] = svc / "svc.db"
+    db = store_location(svc, "svc.db")
+    out.notes["svc_db"] = db
     phases[0]["svc_knot"] = Call(["knot", "svc.ttl", "--timestamp", "2026-04-01T00:00:00Z", "--db", db], svc)
     phases[1]["svc_set"] = Call(
         ["set", SVC, CORES, '{"int": 8}', "--timestamp", "2026-05-01T00:00:00Z", "--db", db], svc
@@ -187,8 +197,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
     # knot - (stdin) with --format nt, then retract --predicate.
     job = root / "job"
     job.mkdir()
-    jdb = str(job / "job.db")
-    out.notes["job_db"] = job / "job.db"
+    jdb = store_location(job, "job.db")
+    out.notes["job_db"] = jdb
     phases[0]["job_knot"] = Call(
         ["knot", "-", "--format", "nt", "--timestamp", "2026-01-01T00:00:00+01:00", "--db", jdb], job, JOB_NT
     )
@@ -212,13 +222,15 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
     for d in (env_dir, toml_dir, both_dir):
         d.mkdir()
     out.notes["config_dirs"] = (env_dir, toml_dir, both_dir)
-    with quipu.open(str(env_dir / "from-env.db")) as kb:  # one entity
+    with quipu.open(store_location(env_dir, "from-env.db")) as kb:  # one entity
         kb.knot(f'<{EX}e1> <{EX}p> "a" .\n', "nt")
-    with quipu.open(str(toml_dir / "x.db")) as kb:  # two entities
+    with quipu.open(store_location(toml_dir, "x.db")) as kb:  # two entities
         kb.knot(f'<{EX}t1> <{EX}p> "a" .\n<{EX}t2> <{EX}p> "b" .\n', "nt")
-    (toml_dir / "quipu.toml").write_text('[quipu.store]\ndb = "x.db"\n', encoding="utf-8")
-    (both_dir / "quipu.toml").write_text('[quipu.store]\ndb = "x.db"\n', encoding="utf-8")
-    from_env = {"QUIPU_STORE__DB": str(env_dir / "from-env.db")}
+    # A relative path resolves in the working directory; PostgreSQL has the URL instead.
+    in_toml = store_location(toml_dir, "x.db") if on_postgres() else "x.db"
+    for d in (toml_dir, both_dir):
+        (d / "quipu.toml").write_text(f'[quipu.store]\ndb = "{in_toml}"\n', encoding="utf-8")
+    from_env = {"QUIPU_STORE__DB": store_location(env_dir, "from-env.db")}
     phases[1] |= {
         "cfg_env": Call(["stats"], env_dir, env=from_env),
         "cfg_toml": Call(["stats"], toml_dir),
@@ -227,11 +239,11 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
 
     for i, phase in enumerate(phases):
         if i == 3:
-            out.notes["svc_digest_before"] = file_digest(svc / "svc.db")
+            out.notes["svc_digest_before"] = store_digest(svc, "svc.db")
             out.notes["svc_listing_before"] = listing(svc)
         out.results |= run_many(phase)
         if i == 3:
-            out.notes["svc_digest_after"] = file_digest(svc / "svc.db")
+            out.notes["svc_digest_after"] = store_digest(svc, "svc.db")
             out.notes["svc_listing_after"] = listing(svc)
     return out
 
@@ -442,7 +454,7 @@ def test_table_output_shows_literals_verbatim(small_db: str) -> None:
 def test_store_from_environment_variable(runs: Runs) -> None:
     env_dir, _, _ = runs.notes["config_dirs"]
     assert runs["cfg_env"].json() == {"facts": 1, "entities": 1, "predicates": 1}
-    assert listing(env_dir) == ["from-env.db"]  # no default quipu.db was created
+    assert listing(env_dir) == ([] if on_postgres() else ["from-env.db"])  # no default quipu.db
 
 
 def test_store_from_quipu_toml_in_the_working_directory(runs: Runs) -> None:

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests.backends import store_location
+
 QUIPU = Path(sys.executable).parent / "quipu"
 NS = "http://aegis.gastown.local/ontology/"
 SHAPES = f"""@prefix sh: <http://www.w3.org/ns/shacl#> .
@@ -32,7 +34,7 @@ TIER = f"SELECT ?t WHERE {{ <{NS}svc> <{NS}tier> ?t }}"
 
 def quipu(tmp_path: Path, *args: str, stdin: str = "", **env: str) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith("QUIPU_")}
-    base.update({"QUIPU_STORE__DB": str(tmp_path / "s.db"), **env})
+    base.update({"QUIPU_STORE__DB": store_location(tmp_path, "s.db"), **env})
     return subprocess.run(
         [str(QUIPU), *args], cwd=tmp_path, input=stdin, capture_output=True, text=True, env=base, timeout=120
     )

@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 import quipu
 from quipu.cli.main import app
+from tests.backends import store_location
 
 P = "@prefix sh: <http://www.w3.org/ns/shacl#> . @prefix ex: <http://ex.org/> .\n"
 P += "@prefix xsd: <http://www.w3.org/2001/XMLSchema#> .\n"
@@ -24,7 +25,7 @@ NO_ACTOR: dict[str, str | None] = {"QUIPU_ACTOR": None}
 def _setup(tmp_path: Path) -> tuple[str, str, str]:
     (tmp_path / "aged.ttl").write_text(AGED, encoding="utf-8")
     (tmp_path / "broken.ttl").write_text("not turtle {", encoding="utf-8")
-    return str(tmp_path / "s.db"), str(tmp_path / "aged.ttl"), str(tmp_path / "broken.ttl")
+    return store_location(tmp_path, "s.db"), str(tmp_path / "aged.ttl"), str(tmp_path / "broken.ttl")
 
 
 def run(*args: str, env: dict[str, str | None] | None = None, code: int = 0) -> Any:

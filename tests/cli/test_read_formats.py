@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 
 import quipu
 from quipu.cli.main import app
+from tests.backends import store_location
 
 EX = "http://ex.org/"
 XSD = "http://www.w3.org/2001/XMLSchema#"
@@ -178,7 +179,7 @@ def test_table_format_for_a_graph_is_refused(db: str, fmt: str) -> None:
 
 
 def test_xml_refuses_what_xml_cannot_carry(tmp_path: Path) -> None:
-    path = str(tmp_path / "bell.db")
+    path = store_location(tmp_path, "bell.db")
     with quipu.open(path) as kb:
         kb.knot(f'<{EX}a> <{EX}p> "bell\\u0007" .\n', "nt")
     query = f"SELECT ?o WHERE {{ <{EX}a> <{EX}p> ?o }}"

@@ -34,6 +34,7 @@ from quipu.config import NamedCredential, ServerSettings, load_settings
 from quipu.errors import ConfigError
 from quipu.rest.auth import Credentials
 from quipu.version import version_info
+from tests.backends import on_postgres, store_location
 
 BIN = Path(sys.executable).parent
 QUIPU_SERVER = BIN / "quipu-server"
@@ -57,7 +58,7 @@ class Server:
     proc: subprocess.Popen[bytes]
     url: str
     log: Path
-    db: Path
+    db: str  # a SQLite file, or a PostgreSQL URL in the suite's PostgreSQL half
 
     def lines(self) -> list[dict[str, Any]]:
         """Every stderr line, each of which must be one JSON object."""
@@ -88,10 +89,10 @@ class Server:
 def start(directory: Path, *args: str, env: dict[str, str] | None = None) -> Server:
     """Launch ``quipu-server`` (without waiting for it) on a free port and a store in ``directory``."""
     directory.mkdir(parents=True, exist_ok=True)
-    port, log, db = free_port(), directory / "stderr.log", directory / "s.db"
+    port, log, db = free_port(), directory / "stderr.log", store_location(directory, "s.db")
     with log.open("wb") as err:
         proc = subprocess.Popen(
-            [str(QUIPU_SERVER), "--db", str(db), "--bind", f"127.0.0.1:{port}", *args],
+            [str(QUIPU_SERVER), "--db", db, "--bind", f"127.0.0.1:{port}", *args],
             cwd=directory,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -283,7 +284,7 @@ def test_bad_config_exits_2_with_one_error_line(scene: Scene, name: str, phrase:
 )
 def test_more_refusals_in_process(tmp_path: Path, args: list[str], phrase: str) -> None:
     (tmp_path / "bad-value.toml").write_text('[quipu.server]\nport = "high"\n')
-    argv = ["--db", str(tmp_path / "never.db"), *(a.format(dir=tmp_path) for a in args)]
+    argv = ["--db", store_location(tmp_path, "never.db"), *(a.format(dir=tmp_path) for a in args)]
     result = CliRunner().invoke(server_cli, argv)
     assert result.exit_code == 2 and result.stdout == ""
     (line,) = result.stderr.splitlines()
@@ -300,7 +301,7 @@ def test_sigterm_and_sigint_stop_the_server_cleanly_within_seconds(tmp_path: Pat
     try:
         for server in servers.values():
             wait_healthy(server)
-            assert Path(f"{server.db}-wal").exists()  # the store is open
+            assert on_postgres() or Path(f"{server.db}-wal").exists()  # the store is open
         for name, server in servers.items():
             began = time.monotonic()
             server.proc.send_signal(signals[name])
@@ -309,7 +310,7 @@ def test_sigterm_and_sigint_stop_the_server_cleanly_within_seconds(tmp_path: Pat
             assert code == 0, name
             assert "Traceback" not in server.log.read_text(), name
             server.wait_for_line(msg="Application shutdown complete.", timeout=0)
-            assert not Path(f"{server.db}-wal").exists(), name  # the lifespan closed the store
+            assert on_postgres() or not Path(f"{server.db}-wal").exists(), name  # the lifespan closed it
     finally:
         for server in servers.values():
             server.stop()

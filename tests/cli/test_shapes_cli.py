@@ -9,6 +9,7 @@ from typer.testing import CliRunner
 
 import quipu
 from quipu.cli.main import app
+from tests.backends import store_location
 
 EX = "http://ex.org/"
 P = "@prefix sh: <http://www.w3.org/ns/shacl#> . @prefix ex: <http://ex.org/> .\n"
@@ -26,7 +27,7 @@ def _files(tmp_path: Path) -> dict[str, str]:
     for name, text in (("shapes.ttl", SHAPES), ("bad.ttl", BAD), ("good.ttl", GOOD)):
         (tmp_path / name).write_text(text, encoding="utf-8")
         out[name] = str(tmp_path / name)
-    out["db"] = str(tmp_path / "s.db")
+    out["db"] = store_location(tmp_path, "s.db")
     return out
 
 

@@ -13,6 +13,7 @@ import quipu
 from quipu.cli.main import app
 from quipu.config import load_settings
 from quipu.uploads.client import split_parts
+from tests.backends import store_location
 from tests.rest.live_server import live_server
 
 EX = "http://ex.org/"
@@ -66,7 +67,7 @@ def test_stage_uploads_in_parts_and_promotes_like_one_knot(server: tuple[str, Pa
     assert result.exit_code == 0, result.output
     answer = json.loads(result.stdout)
     assert answer["promoted"] is True and answer["parts"] > 1 and answer["snapshot"] == "crm"
-    with quipu.open(str(tmp_path / "one-shot.db")) as expected:
+    with quipu.open(store_location(tmp_path, "one-shot.db")) as expected:
         expected.knot(text, "nt", replace_snapshot=True, snapshot="crm")
         with quipu.open(str(db)) as served:
             assert served.export() == expected.export()

@@ -33,6 +33,7 @@ import quipu
 from quipu.shacl.validate import Issue, Report, _curie, path_text, term_json, validate
 from quipu.store.rdflib_store import QuipuView, dataset
 from quipu.store.views import TemporalView
+from tests.backends import scratch_location
 from tests.conformance.w3c import MF, _items, local_path, rdflib_flags
 
 SHT: Final = Namespace("http://www.w3.org/ns/shacl-test#")
@@ -189,7 +190,7 @@ class Verdict:
 
 def run_quipu(test: ShaclTest) -> Report:
     """Load the data graph into a fresh store; validate the Store view at the current point."""
-    with quipu.open(":memory:") as kb:
+    with scratch_location() as location, quipu.open(location) as kb:
         kb.knot(local_path(test.data).read_bytes(), "turtle", base_iri=test.data)
         with kb.db.read() as conn:
             view = QuipuView(kb.db, conn, TemporalView())

@@ -46,6 +46,7 @@ from rdflib.query import Result
 from rdflib.term import Identifier, Node
 
 import quipu
+from tests.backends import scratch_location
 
 T = TypeVar("T")
 MF: Final = Namespace("http://www.w3.org/2001/sw/DataAccess/tests/test-manifest#")
@@ -342,7 +343,8 @@ def graph_files(test: QueryTest) -> tuple[GraphFile, ...]:
 
 
 class QuipuEngine:
-    """A fresh in-memory quipu store per test; the query runs through ``kb.query_result``.
+    """A fresh quipu store per test (in memory; a scratch database on PostgreSQL); the query runs
+    through ``kb.query_result``.
 
     ``compiled=False`` forces rdflib's evaluator over the store, for the fallback run.
     """
@@ -352,7 +354,11 @@ class QuipuEngine:
         self.name = "quipu" if compiled else "quipu, compiler off"
 
     def run(self, test: QueryTest) -> Outcome:
-        kb = quipu.open(":memory:", sparql_compiler=self.compiled)
+        with scratch_location() as location:
+            return self._run(location, test)
+
+    def _run(self, location: str, test: QueryTest) -> Outcome:
+        kb = quipu.open(location, sparql_compiler=self.compiled)
         try:
             for location in test.data:
                 data = local_path(location).read_bytes()
@@ -713,7 +719,11 @@ class QuipuUpdateEngine:
     name = "quipu"
 
     def run(self, test: UpdateTest) -> GraphState:
-        kb = quipu.open(":memory:")
+        with scratch_location() as location:
+            return self._run(location, test)
+
+    def _run(self, location: str, test: UpdateTest) -> GraphState:
+        kb = quipu.open(location)
         try:
             for location in test.before.data:
                 kb.knot(local_path(location).read_bytes(), rdf_formats(location)[0], base_iri=location)

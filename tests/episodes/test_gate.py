@@ -13,6 +13,7 @@ from quipu.config import load_settings
 from quipu.episodes.gate import EpisodeShaclViolation
 from quipu.errors import InvalidField, ShaclViolation, WriteRefused
 from quipu.rdfio.export import DEFAULT_BASE_NS as NS
+from tests.backends import store_location
 from tests.store import snapshot
 
 SHAPES = f"""
@@ -37,7 +38,9 @@ def state(kb: KnowledgeBase) -> tuple[str, dict[str, Any], dict[str, list[tuple[
 @pytest.fixture
 def gated(tmp_path: Path) -> Iterator[KnowledgeBase]:
     """A store with validate_on_write on and the shapes stored."""
-    settings = load_settings(store={"db": str(tmp_path / "g.db")}, shacl={"validate_on_write": True})
+    settings = load_settings(
+        store={"db": store_location(tmp_path, "g.db")}, shacl={"validate_on_write": True}
+    )
     kb = KnowledgeBase.from_settings(settings)
     kb.load_shapes("services", SHAPES)
     try:
@@ -47,7 +50,7 @@ def gated(tmp_path: Path) -> Iterator[KnowledgeBase]:
 
 
 def test_validate_on_write_defaults_to_false_and_reaches_the_knowledge_base(tmp_path: Path) -> None:
-    settings = load_settings(store={"db": str(tmp_path / "d.db")})
+    settings = load_settings(store={"db": store_location(tmp_path, "d.db")})
     assert settings.shacl.validate_on_write is False
     kb = KnowledgeBase.from_settings(settings)
     try:

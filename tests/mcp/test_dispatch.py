@@ -31,6 +31,7 @@ from quipu.mcp.server import build_server, tool_list
 from quipu.rest.app import create_app
 from quipu.rest.auth import hash_token
 from quipu.version import version_info
+from tests.backends import store_location
 
 pytestmark = pytest.mark.anyio
 
@@ -101,7 +102,7 @@ class Running:
 
 @asynccontextmanager
 async def running(tmp_path: Path, **sections: Any) -> AsyncIterator[Running]:
-    app = create_app(load_settings(store={"db": str(tmp_path / "d.db")}, **sections))
+    app = create_app(load_settings(store={"db": store_location(tmp_path, "d.db")}, **sections))
     registry = build_registry(app.openapi())
     recorder = Recorder(app)
     dispatcher = Dispatcher(recorder, registry)

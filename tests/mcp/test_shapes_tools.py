@@ -11,13 +11,14 @@ from quipu.config import load_settings
 from quipu.mcp.dispatch import Dispatcher
 from quipu.mcp.registry import build_registry
 from quipu.rest.app import create_app
+from tests.backends import store_location
 
 P = "@prefix sh: <http://www.w3.org/ns/shacl#> . @prefix ex: <http://ex.org/> .\n"
 SHAPES = P + "ex:S a sh:NodeShape ; sh:targetClass ex:T ; sh:property [ sh:path ex:name ; sh:minCount 1 ] ."
 
 
 def test_shapes_and_validate_tools_dispatch_to_rest(tmp_path: Path) -> None:
-    app = create_app(load_settings(store={"db": str(tmp_path / "m.db")}))
+    app = create_app(load_settings(store={"db": store_location(tmp_path, "m.db")}))
     registry = build_registry(app.openapi())
     assert registry.tools["quipu_validate"].read_only is True
     assert registry.tools["quipu_shapes"].read_only is False

@@ -14,6 +14,7 @@ from quipu.api import KnowledgeBase
 from quipu.errors import InvalidField, MissingField, WrongType
 from quipu.proposals.queue import Proposal
 from quipu.shacl import registry
+from tests.backends import store_location
 
 P = "@prefix sh: <http://www.w3.org/ns/shacl#> . @prefix ex: <http://ex.org/> .\n"
 AGED = P + "ex:S a sh:NodeShape ; sh:targetClass ex:Person ."
@@ -22,7 +23,7 @@ T1, T2 = "2026-01-01T00:00:00Z", "2026-02-01T00:00:00Z"
 
 @pytest.fixture
 def kb(tmp_path: Path) -> Iterator[KnowledgeBase]:
-    with quipu.open(str(tmp_path / "q.db")) as store:
+    with quipu.open(store_location(tmp_path, "q.db")) as store:
         yield store
 
 
@@ -87,17 +88,28 @@ def test_accept_pa1_the_load_and_the_decision_commit_together(kb: KnowledgeBase)
     # A real trigger makes the decision's UPDATE fail after the shapes were loaded in the same
     # transaction: the load must roll back with it.
     filed = kb.propose("shape", "people", AGED, "agent")
+    postgres = kb.db.dialect.name == "postgresql"
     with kb.db.write() as ctx:
-        ctx.conn.exec_driver_sql(
-            "CREATE TRIGGER refuse_decisions BEFORE UPDATE ON proposals "
-            "BEGIN SELECT RAISE(ABORT, 'decision refused'); END"
-        )
+        if postgres:
+            ctx.conn.exec_driver_sql(
+                "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                "RAISE EXCEPTION 'decision refused' USING ERRCODE = 'integrity_constraint_violation'; END $$"
+            )
+            ctx.conn.exec_driver_sql(
+                "CREATE TRIGGER refuse_decisions BEFORE UPDATE ON proposals "
+                "FOR EACH ROW EXECUTE FUNCTION refuse()"
+            )
+        else:
+            ctx.conn.exec_driver_sql(
+                "CREATE TRIGGER refuse_decisions BEFORE UPDATE ON proposals "
+                "BEGIN SELECT RAISE(ABORT, 'decision refused'); END"
+            )
     with pytest.raises(IntegrityError, match="decision refused"):
         kb.accept_proposal(filed.id, "lead", timestamp=T2)
     assert shape_rows(kb) == [] and kb.shape_sets() == []
     assert kb.proposals() == [filed]
     with kb.db.write() as ctx:
-        ctx.conn.exec_driver_sql("DROP TRIGGER refuse_decisions")
+        ctx.conn.exec_driver_sql("DROP TRIGGER refuse_decisions" + (" ON proposals" if postgres else ""))
     kb.accept_proposal(filed.id, "lead", timestamp=T2)
     assert shape_rows(kb) == [("people", AGED, T2, None)]
 

@@ -13,6 +13,8 @@ from quipu.api import KnowledgeBase
 from quipu.config import load_settings
 from quipu.rest.app import create_app
 from quipu.rest.auth import hash_token
+from tests.backends import store_location
+from tests.store import driver_sql
 
 from ..store import snapshot
 
@@ -34,7 +36,9 @@ BOT_SERVER = {"credentials": [{"principal": "bot", "token_hash": hash_token(BOT_
 @contextmanager
 def serve(tmp_path: Path, **settings: Any) -> Iterator[TestClient]:
     """A client of an app over ``tmp_path/r.db``; ``settings`` are config sections."""
-    with TestClient(create_app(load_settings(store={"db": str(tmp_path / "r.db")}, **settings))) as c:
+    with TestClient(
+        create_app(load_settings(store={"db": store_location(tmp_path, "r.db")}, **settings))
+    ) as c:
         yield c
 
 
@@ -96,7 +100,7 @@ def transaction(client: TestClient, tx_id: int) -> dict[str, Any]:
 def raw(client: TestClient, sql: str, *params: Any) -> list[tuple[Any, ...]]:
     """The rows of a read-only SQL statement against the store's tables."""
     with kb_of(client).db.read() as conn:
-        return [tuple(r) for r in conn.exec_driver_sql(sql, params).all()]
+        return [tuple(r) for r in conn.exec_driver_sql(driver_sql(conn, sql), params).all()]
 
 
 def all_claims(client: TestClient, s: str, p: str) -> list[tuple[Any, ...]]:

@@ -27,6 +27,7 @@ from quipu.logic.service import LogicService
 from quipu.rest import route_table
 from quipu.rest.app import create_app
 from quipu.rest.auth import Credentials, bearer_token, hash_token
+from tests.backends import store_location
 
 EX = "http://ex.org/"
 SHARED_TOKEN = "shared-token-0123456789abcdef"
@@ -293,7 +294,7 @@ def _client(tmp_path: Path, **server: Any) -> TestClient:
     if not logic.exists():
         shutil.copytree(_TEMPLATE[0], logic)
     settings = load_settings(
-        store={"db": str(tmp_path / "auth.db")}, server=server, logic={"project": str(logic)}
+        store={"db": store_location(tmp_path, "auth.db")}, server=server, logic={"project": str(logic)}
     )
     return TestClient(create_app(settings))
 
@@ -315,7 +316,7 @@ def test_every_route_has_a_sample() -> None:
 
 
 def test_the_table_matches_the_served_routes(tmp_path: Path) -> None:
-    app = create_app(load_settings(store={"db": str(tmp_path / "t.db")}))
+    app = create_app(load_settings(store={"db": store_location(tmp_path, "t.db")}))
     served = {
         (method.upper(), path.replace("{iri}", "{iri:path}"))
         for path, operations in app.openapi()["paths"].items()
@@ -327,7 +328,7 @@ def test_the_table_matches_the_served_routes(tmp_path: Path) -> None:
 def test_an_unclassified_route_refuses_to_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delitem(route_table.ROUTES, ("POST", "/knot"))
     with pytest.raises(ConfigError, match="missing from the route table"):
-        create_app(load_settings(store={"db": str(tmp_path / "t.db")}))
+        create_app(load_settings(store={"db": store_location(tmp_path, "t.db")}))
 
 
 @pytest.mark.parametrize("route", sorted(WRITES), ids=lambda r: f"{r[0]} {r[1]}")
@@ -500,7 +501,9 @@ def test_hash_token_is_salted() -> None:
     ],
 )
 def test_malformed_hash_refuses_to_start(tmp_path: Path, credential: dict[str, str], message: str) -> None:
-    settings = load_settings(store={"db": str(tmp_path / "x.db")}, server={"credentials": [credential]})
+    settings = load_settings(
+        store={"db": store_location(tmp_path, "x.db")}, server={"credentials": [credential]}
+    )
     with pytest.raises(ConfigError, match=message):
         create_app(settings)
 
@@ -524,7 +527,7 @@ def test_unsafe_token_files_refuse_to_start(tmp_path: Path) -> None:
     cases.append((tmp_path / "missing.token", "cannot read"))
     for path, message in cases:
         settings = load_settings(
-            store={"db": str(tmp_path / "x.db")},
+            store={"db": store_location(tmp_path, "x.db")},
             server={"credentials": [{"principal": "p", "token_file": str(path)}]},
         )
         with pytest.raises(ConfigError, match=message):

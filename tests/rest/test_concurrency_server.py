@@ -23,6 +23,7 @@ import pytest
 
 import quipu
 from quipu.config import load_settings
+from tests.backends import store_location
 from tests.rest.live_server import live_server
 
 TOKEN = "concurrency-shared-token-0123456789"
@@ -223,7 +224,7 @@ print(len(failures), failures[:1])
 def test_concurrent_first_queries_leave_the_sparql_parser_working(tmp_path: Path) -> None:
     """rdflib's pyparsing grammar learns parse-action arities on first use; two threads doing
     that at once broke every later parse in the process (quipu.sparql.parse_lock)."""
-    argv = [sys.executable, "-c", _COLD_PARSE, str(tmp_path / "cold.db")]
+    argv = [sys.executable, "-c", _COLD_PARSE, store_location(tmp_path, "cold.db")]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "0 []"

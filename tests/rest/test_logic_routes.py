@@ -15,12 +15,13 @@ from quipu.logic import project
 from quipu.logic.registry import load_tools
 from quipu.rest import route_table
 from quipu.rest.app import create_app
+from tests.backends import store_location
 from tests.logic.runtime_support import require_swipl
 
 
 def _settings(tmp_path: Path, folder: Path | None, **server: Any) -> Any:
     logic = {} if folder is None else {"project": str(folder)}
-    return load_settings(store={"db": str(tmp_path / "s.db")}, server=server, logic=logic)
+    return load_settings(store={"db": store_location(tmp_path, "s.db")}, server=server, logic=logic)
 
 
 @pytest.fixture

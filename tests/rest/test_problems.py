@@ -14,12 +14,15 @@ from quipu.errors import QuipuError, ResultTooLarge, WrongType
 from quipu.rest.app import create_app
 from quipu.rest.middleware import MAX_BODY
 from quipu.rest.problems import problem_body
+from tests.backends import store_location
 
 EX = "http://ex.org/"
 
 
 def _client(tmp_path: Path, **server: Any) -> TestClient:
-    return TestClient(create_app(load_settings(store={"db": str(tmp_path / "p.db")}, server=server)))
+    return TestClient(
+        create_app(load_settings(store={"db": store_location(tmp_path, "p.db")}, server=server))
+    )
 
 
 @pytest.fixture

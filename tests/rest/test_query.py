@@ -9,7 +9,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,8 @@ from quipu.sparql import withheld
 from quipu.sparql.cells import BNODE, LITERAL, URI, Cell
 from quipu.sparql.engine import QueryResult
 from quipu.sparql.quipu_json import result_json, value_json
+from tests.backends import store_location
+from tests.store import scalar
 
 from .support import EX, XSD, kb_of
 
@@ -59,7 +60,7 @@ BIG_TTL = f"@prefix : <{EX}> .\n" + "".join(f":s{i} :p :o{i % 50} .\n" for i in 
 
 @pytest.fixture
 def db_path(tmp_path: Path) -> str:
-    return str(tmp_path / "q.db")
+    return store_location(tmp_path, "q.db")
 
 
 def _client(db_path: str, **search: Any) -> TestClient:
@@ -377,8 +378,8 @@ def test_rule11_valid_at_is_normalised_and_a_bare_date_is_verbatim(db_path: str)
 
 
 def _term_count(db_path: str) -> int:
-    with sqlite3.connect(db_path) as conn:
-        return int(conn.execute("SELECT count(*) FROM terms").fetchone()[0])
+    with quipu.open(db_path) as kb:
+        return int(scalar(kb, "SELECT count(*) FROM terms"))
 
 
 def test_rule12_a_query_never_interns_a_term(client: TestClient, db_path: str) -> None:

@@ -13,11 +13,12 @@ import quipu
 from quipu.config import load_settings
 from quipu.rest.app import create_app
 from quipu.version import version_info
+from tests.backends import store_location
 
 
 @pytest.fixture
 def client(tmp_path: Path) -> Iterator[TestClient]:
-    with TestClient(create_app(load_settings(store={"db": str(tmp_path / "svc.db")}))) as c:
+    with TestClient(create_app(load_settings(store={"db": store_location(tmp_path, "svc.db")}))) as c:
         yield c
 
 

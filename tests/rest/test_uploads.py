@@ -257,9 +257,12 @@ def test_a_corrupt_part_surfaces_on_the_poll(client: TestClient) -> None:
     for body in bodies:
         stage(client, body)
     with kb_of(client).db.write() as ctx:
-        ctx.conn.exec_driver_sql(
-            "UPDATE snapshot_upload_parts SET payload = zeroblob(byte_count) WHERE part_number = 0"
+        zeros = (
+            "decode(repeat('00', byte_count), 'hex')"
+            if ctx.dialect.name == "postgresql"
+            else "zeroblob(byte_count)"
         )
+        ctx.conn.exec_driver_sql(f"UPDATE snapshot_upload_parts SET payload = {zeros} WHERE part_number = 0")
     out = problem(poll(client, bodies[0]["upload_id"]), "corrupt_part")
     assert out["error"] == "missing or corrupt part 0"
 

@@ -18,6 +18,7 @@ from quipu.shacl import gate
 from quipu.shacl.update_gate import GraphDelta, check_update
 from quipu.store.events import QueuedEvent
 from quipu.store.schema import ROOT
+from tests.backends import store_location
 
 EX = "http://ex.org/"
 P = "@prefix sh: <http://www.w3.org/ns/shacl#> . @prefix ex: <http://ex.org/> .\n"
@@ -35,7 +36,7 @@ NAMELESS = P + "ex:a a ex:Person ; ex:age 3 ."
 
 @pytest.fixture
 def kb(tmp_path: Path) -> Iterator[KnowledgeBase]:
-    with quipu.open(str(tmp_path / "emit.db")) as kb:
+    with quipu.open(store_location(tmp_path, "emit.db")) as kb:
         yield kb
 
 

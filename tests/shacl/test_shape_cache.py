@@ -15,6 +15,7 @@ import quipu
 from quipu.api import KnowledgeBase
 from quipu.errors import ShaclViolation
 from quipu.shacl import gate, registry, validate
+from tests.backends import store_location
 
 P = "@prefix sh: <http://www.w3.org/ns/shacl#> . @prefix ex: <http://ex.org/> .\n"
 P += "@prefix xsd: <http://www.w3.org/2001/XMLSchema#> .\n"
@@ -32,7 +33,7 @@ AGE_TEXT = P + 'ex:a a ex:Person ; ex:age "three" .'
 
 @pytest.fixture
 def path(tmp_path: Path) -> str:
-    return str(tmp_path / "cache.db")
+    return store_location(tmp_path, "cache.db")
 
 
 @pytest.fixture

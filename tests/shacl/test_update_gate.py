@@ -11,6 +11,7 @@ import pytest
 import quipu
 from quipu.api import KnowledgeBase
 from quipu.errors import ShaclViolation, WriteRefused
+from tests.backends import store_location
 
 EX = "http://ex.org/"
 G = "http://ex.org/g"
@@ -28,7 +29,7 @@ U = "PREFIX ex: <http://ex.org/>\n"
 
 @pytest.fixture
 def kb(tmp_path: Path) -> Iterator[KnowledgeBase]:
-    with quipu.open(str(tmp_path / "u.db")) as kb:
+    with quipu.open(store_location(tmp_path, "u.db")) as kb:
         yield kb
 
 

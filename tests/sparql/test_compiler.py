@@ -13,6 +13,7 @@ from rdflib.term import Node
 
 import quipu
 from quipu.api import KnowledgeBase
+from tests.backends import store_location
 
 EX = "http://ex.org/"
 SUBJECTS = [f"<{EX}s{i}>" for i in range(4)]
@@ -90,6 +91,7 @@ def test_compiled_bgps_match_rdflib_at_every_read_point(
         fallback.close()
 
 
+@pytest.mark.sparql_functions
 def test_plan_says_which_path_ran(kb: KnowledgeBase) -> None:
     kb.knot(f"<{EX}a> <{EX}p> <{EX}b> .", "nt")
     assert kb.query_result(f"SELECT ?o WHERE {{ <{EX}a> <{EX}p> ?o }}").plan == "sql"
@@ -104,7 +106,7 @@ def test_plan_says_which_path_ran(kb: KnowledgeBase) -> None:
 
 
 def test_limit_offset_and_truncation_on_the_compiled_path(tmp_path: Path) -> None:
-    with quipu.open(str(tmp_path / "kb.db"), max_sparql_rows=3) as kb:
+    with quipu.open(store_location(tmp_path, "kb.db"), max_sparql_rows=3) as kb:
         kb.knot("".join(f"<{EX}s{i}> <{EX}p> {i} .\n" for i in range(10)), "turtle")
         capped = kb.query_result(f"SELECT ?s WHERE {{ ?s <{EX}p> ?o }}")
         assert capped.plan == "sql" and len(capped.rows) == 3 and capped.truncated
@@ -150,7 +152,7 @@ STRINGS = (
 def test_string_filters_on_the_compiled_path(tmp_path: Path, condition: str, expected: str) -> None:
     query = f"SELECT ?s WHERE {{ ?s <{EX}n> ?n FILTER({condition}) }} ORDER BY ?s"
     for compiled in (True, False):
-        with quipu.open(str(tmp_path / "kb.db"), sparql_compiler=compiled) as kb:
+        with quipu.open(store_location(tmp_path, "kb.db"), sparql_compiler=compiled) as kb:
             if compiled:
                 kb.knot(STRINGS, "turtle")
             result = kb.query_result(query)
@@ -158,6 +160,7 @@ def test_string_filters_on_the_compiled_path(tmp_path: Path, condition: str, exp
             assert result.plan == ("sql" if compiled else "rdflib")
 
 
+@pytest.mark.sparql_functions
 def test_parts_that_compile_run_as_sql_inside_rdflib_evaluation(tmp_path: Path) -> None:
     data = f'<{EX}a> <{EX}p> <{EX}b> .\n<{EX}b> <{EX}p> <{EX}c> .\n<{EX}a> <{EX}name> "A" .'
     queries = [
@@ -168,7 +171,7 @@ def test_parts_that_compile_run_as_sql_inside_rdflib_evaluation(tmp_path: Path) 
     ]
     answers: dict[bool, list[list[dict[str, Node]]]] = {}
     for compiled in (True, False):
-        with quipu.open(str(tmp_path / "kb.db"), sparql_compiler=compiled) as kb:
+        with quipu.open(store_location(tmp_path, "kb.db"), sparql_compiler=compiled) as kb:
             if compiled:
                 kb.create_graph(EX + "g")
                 kb.knot(data, "nt")

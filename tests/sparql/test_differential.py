@@ -47,6 +47,7 @@ from rdflib.term import Node
 import quipu
 from quipu.api import KnowledgeBase
 from quipu.sparql.engine import QueryResult
+from tests.backends import store_location
 
 EX = "http://ex.org/"
 XSD = "http://www.w3.org/2001/XMLSchema#"
@@ -810,7 +811,7 @@ def test_group_concat_of_an_iri_is_an_error_not_an_empty_string(loaded: Knowledg
 def test_group_by_over_no_solutions_has_no_groups(tmp_path: Path, compiled: bool) -> None:
     """No solutions, no groups, no rows (§18.5.1 Group). rdflib's evaluator answers one empty
     row, and quipu passed that on whenever a query fell back to it."""
-    with quipu.open(str(tmp_path / "kb.db"), sparql_compiler=compiled) as kb:
+    with quipu.open(store_location(tmp_path, "kb.db"), sparql_compiler=compiled) as kb:
         kb.knot(DATA, "nt")
         query = "SELECT ?s (COUNT(*) AS ?n) { ?s :p9 ?o } GROUP BY ?s"
         assert _rows(kb, query, compiled=compiled) == _want()

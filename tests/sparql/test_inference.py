@@ -9,6 +9,7 @@ from rdflib import URIRef
 
 import quipu
 from quipu.errors import InvalidField
+from tests.backends import store_location
 
 EX = "http://example.org/"
 SUB = "http://www.w3.org/2000/01/rdf-schema#subClassOf"
@@ -29,7 +30,7 @@ def names(rows: object) -> set[str]:
 
 @pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "fallback"])
 def test_subclass_instances_only_when_asked(tmp_path: Path, compiled: bool) -> None:
-    with quipu.open(str(tmp_path / "kb.db"), sparql_compiler=compiled) as kb:
+    with quipu.open(store_location(tmp_path, "kb.db"), sparql_compiler=compiled) as kb:
         kb.knot(DATA, "turtle")
         assert names(kb.query(ANIMALS)) == {"tom"}  # DM 13.3: asserted types only by default
         assert names(kb.query(ANIMALS, inference="rdfs")) == {"tom", "rex"}
@@ -40,7 +41,7 @@ def test_subclass_instances_only_when_asked(tmp_path: Path, compiled: bool) -> N
 
 
 def test_inference_follows_the_read_point(tmp_path: Path) -> None:
-    with quipu.open(str(tmp_path / "kb.db")) as kb:
+    with quipu.open(store_location(tmp_path, "kb.db")) as kb:
         before = kb.knot(DATA, "turtle").tx_id
         kb.retract(EX + "Mammal", predicate=SUB, value={"iri": EX + "Animal"})
         assert names(kb.query(ANIMALS, inference="rdfs")) == {"tom"}
@@ -48,14 +49,14 @@ def test_inference_follows_the_read_point(tmp_path: Path) -> None:
 
 
 def test_unknown_inference_mode_is_refused(tmp_path: Path) -> None:
-    with quipu.open(str(tmp_path / "kb.db")) as kb:
+    with quipu.open(store_location(tmp_path, "kb.db")) as kb:
         with pytest.raises(InvalidField, match="inference") as info:
             kb.query(ANIMALS, inference="owl")
         assert info.value.field == "inference"
 
 
 def test_variable_predicates_are_not_rewritten(tmp_path: Path) -> None:
-    with quipu.open(str(tmp_path / "kb.db")) as kb:
+    with quipu.open(store_location(tmp_path, "kb.db")) as kb:
         kb.knot(DATA, "turtle")
         rows = kb.query(f"SELECT ?p WHERE {{ <{EX}rex> ?p <{EX}Animal> }}", inference="rdfs")
         assert rows == []
@@ -69,7 +70,7 @@ def test_cli_read_takes_the_inference_option(tmp_path: Path) -> None:
 
     from quipu.cli.main import app
 
-    db = str(tmp_path / "kb.db")
+    db = store_location(tmp_path, "kb.db")
     with quipu.open(db) as kb:
         kb.knot(DATA, "turtle")
     runner = CliRunner()

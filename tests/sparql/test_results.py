@@ -32,6 +32,7 @@ from quipu.errors import BadRequest, UnknownFormat
 from quipu.sparql import results
 from quipu.sparql.cells import BNODE, LITERAL, URI, Cell, to_node
 from quipu.sparql.engine import QueryResult
+from tests.backends import store_location
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 INT, DEC, DBL, BOOL = XSD + "integer", XSD + "decimal", XSD + "double", XSD + "boolean"
@@ -600,7 +601,7 @@ SELECT = f"SELECT ?s ?p ?o ?z WHERE {{ ?s ?p ?o OPTIONAL {{ ?o <{EX}name> ?z }} 
 
 @pytest.fixture
 def kb(tmp_path: Path) -> Iterator[KnowledgeBase]:
-    store = quipu.open(str(tmp_path / "t.db"))
+    store = quipu.open(store_location(tmp_path, "t.db"))
     store.knot(TTL, format="turtle")
     try:
         yield store

@@ -11,6 +11,7 @@ from rdflib.term import Node
 
 import quipu
 from quipu.api import KnowledgeBase
+from tests.backends import store_location
 
 EX = "http://example.org/"
 AGE = EX + "age"
@@ -42,7 +43,7 @@ def ages(rows: Sequence[Mapping[str, Node]]) -> list[tuple[str, int]]:
 
 @pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "fallback"])
 def test_select_and_construct_at_three_read_points(tmp_path: Path, compiled: bool) -> None:
-    with quipu.open(str(tmp_path / "kb.db"), sparql_compiler=compiled) as kb:
+    with quipu.open(store_location(tmp_path, "kb.db"), sparql_compiler=compiled) as kb:
         t1, t2, _ = history(kb)
         expected = {
             "tx1": [("ann", 30)],

@@ -1,6 +1,6 @@
 """Store-level tests, plus the small helpers they share.
 
-The helpers read the SQLite file through ``kb.db.read()`` (a real read snapshot), so they see
+The helpers read the store through ``kb.db.read()`` (a real read snapshot), so they see
 exactly what a committed write left behind.
 """
 
@@ -10,6 +10,7 @@ from typing import Any
 
 from rdflib import Literal
 from rdflib.term import Node
+from sqlalchemy import Connection
 
 from quipu.api import KnowledgeBase
 
@@ -25,10 +26,17 @@ PREFIXES = (
 TABLES = ("terms", "transactions", "transaction_auth", "facts", "graphs", "alembic_version")
 
 
+def driver_sql(conn: Connection, statement: str) -> str:
+    """``statement`` with its ``?`` placeholders in the driver's own style (psycopg: ``%s``)."""
+    if conn.dialect.paramstyle in ("format", "pyformat"):
+        return statement.replace("%", "%%").replace("?", "%s")
+    return statement
+
+
 def sql(kb: KnowledgeBase, statement: str, *params: Any) -> list[tuple[Any, ...]]:
-    """Rows of a raw SQL statement, run in a read snapshot of the store file."""
+    """Rows of a raw SQL statement (``?`` placeholders), run in a read snapshot of the store."""
     with kb.db.read() as conn:
-        return [tuple(row) for row in conn.exec_driver_sql(statement, tuple(params)).all()]
+        return [tuple(row) for row in conn.exec_driver_sql(driver_sql(conn, statement), tuple(params)).all()]
 
 
 def scalar(kb: KnowledgeBase, statement: str, *params: Any) -> Any:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import quipu
 from quipu.api import KnowledgeBase
+from tests.backends import store_location
 from tests.store import EX, count
 
 PER_WRITER = 40
@@ -25,7 +26,7 @@ kb.close()
 
 
 def test_concurrent_writers_from_threads_and_another_process(tmp_path: Path) -> None:
-    path = str(tmp_path / "kb.db")
+    path = store_location(tmp_path, "kb.db")
     kb: KnowledgeBase = quipu.open(path)
     try:
         child = subprocess.Popen(

@@ -5,7 +5,6 @@ Real SQLite files; every test reads the events back through ``kb.events()``.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,8 @@ import pytest
 import quipu
 from quipu.api import KnowledgeBase
 from quipu.errors import ShaclViolation, UnknownGraph, WriteRefused
+from tests.backends import store_location
+from tests.store import sql
 
 EX = "http://ex.org/"
 P = f"@prefix : <{EX}> .\n"
@@ -38,7 +39,7 @@ SHAPES = (
 
 @pytest.fixture
 def kb(tmp_path: Path) -> Iterator[KnowledgeBase]:
-    with quipu.open(str(tmp_path / "events.db")) as opened:
+    with quipu.open(store_location(tmp_path, "events.db")) as opened:
         yield opened
 
 
@@ -116,8 +117,7 @@ def test_type_new_and_predicate_new_fire_once_per_store_lifetime(kb: KnowledgeBa
     mark = _last_offset(kb)
     kb.knot(P + ":b a :Person ; :p 2 . :c a :Person .")
     assert "type.new" not in _types(kb, mark) and "predicate.new" not in _types(kb, mark)
-    with sqlite3.connect(kb.db.location) as conn:
-        rows = conn.execute("SELECT term, kind FROM schema_terms ORDER BY first_offset").fetchall()
+    rows = sql(kb, "SELECT term, kind FROM schema_terms ORDER BY first_offset")
     assert rows == [(EX + "Person", "type"), (EX + "p", "predicate")]
 
 
@@ -190,7 +190,7 @@ def test_a_vocabulary_refusal_is_recorded_too(kb: KnowledgeBase) -> None:
 
 
 def test_a_refused_episode_emits_write_refused_with_its_source(tmp_path: Path) -> None:
-    with quipu.open(str(tmp_path / "ep.db"), validate_on_write=True, base_ns=EX) as kb:
+    with quipu.open(store_location(tmp_path, "ep.db"), validate_on_write=True, base_ns=EX) as kb:
         kb.load_shapes("people", SHAPES)
         mark = _last_offset(kb)
         with pytest.raises(ShaclViolation):

@@ -8,6 +8,7 @@ import pytest
 
 import quipu
 from quipu.errors import ConfigError
+from tests.backends import store_location
 
 
 def test_unsupported_url_scheme_is_refused_by_name() -> None:
@@ -26,7 +27,7 @@ def test_missing_directory_is_refused(tmp_path: Path) -> None:
 )
 def test_tuning_values_are_checked_before_use(tmp_path: Path, option: str, value: object) -> None:
     with pytest.raises(ConfigError, match=option):
-        quipu.open(str(tmp_path / "kb.db"), **{option: value})
+        quipu.open(store_location(tmp_path, "kb.db"), **{option: value})
     assert not (tmp_path / "kb.db").exists()
 
 
@@ -39,7 +40,7 @@ def test_sqlite_url_and_memory_forms_open(tmp_path: Path) -> None:
 
 
 def test_reopening_a_file_keeps_its_facts(tmp_path: Path) -> None:
-    path = str(tmp_path / "kb.db")
+    path = store_location(tmp_path, "kb.db")
     with quipu.open(path) as kb:
         kb.knot('<http://ex.org/a> <http://ex.org/b> "x" .', "nt")
     with quipu.open(path) as kb:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from sqlalchemy import select
 from sqlalchemy.dialects import sqlite
 
@@ -13,6 +14,8 @@ from quipu.store.schema import facts
 from quipu.store.stage import fact_stage, fill
 from quipu.store.views import TemporalView
 from tests.store import PREFIXES
+
+pytestmark = pytest.mark.sqlite_only  # SQLite's EXPLAIN QUERY PLAN
 
 c = facts.c
 

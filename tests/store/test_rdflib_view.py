@@ -12,6 +12,7 @@ from quipu.api import KnowledgeBase
 from quipu.errors import Forbidden, QueryError
 from quipu.store.rdflib_store import QuipuView, dataset
 from quipu.store.views import TemporalView
+from tests.backends import store_location
 
 from . import EX, PREFIXES, XSD, column, number, select
 
@@ -203,7 +204,7 @@ def test_select_variables_and_unbound(graphs: KnowledgeBase) -> None:
 
 
 def test_max_sparql_rows_truncates(tmp_path: Path) -> None:
-    kb = quipu.open(str(tmp_path / "capped.db"), max_sparql_rows=2)
+    kb = quipu.open(store_location(tmp_path, "capped.db"), max_sparql_rows=2)
     try:
         kb.knot(f'<{EX}a> <{EX}p> "1", "2", "3" .')
         result = kb.query_result(f"SELECT ?o WHERE {{ <{EX}a> <{EX}p> ?o }}")
@@ -354,7 +355,7 @@ def test_temporal_parameters_apply_inside_property_paths(kb: KnowledgeBase) -> N
 
 
 def test_max_sparql_rows_cuts_graph_results(tmp_path: Path) -> None:
-    kb = quipu.open(str(tmp_path / "capped.db"), max_sparql_rows=2)
+    kb = quipu.open(store_location(tmp_path, "capped.db"), max_sparql_rows=2)
     try:
         kb.knot(f'<{EX}a> <{EX}p> "1", "2", "3" .')
         result = kb.query_result("CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }")

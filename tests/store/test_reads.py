@@ -10,6 +10,7 @@ from rdflib import Graph
 import quipu
 from quipu.api import KnowledgeBase
 from quipu.errors import InvalidField, NotFound, UnknownFormat, UnknownGraph
+from tests.backends import store_location
 
 from . import EX, PREFIXES, RDF_TYPE, RDFS_LABEL, RDFS_SUBCLASS, XSD
 
@@ -44,7 +45,7 @@ def test_export_ntriples_is_sorted_unique_and_escaped(loaded: KnowledgeBase) -> 
 
 def test_export_is_deterministic_whatever_the_write_order(kb: KnowledgeBase, tmp_path: Path) -> None:
     kb.knot(DOC)
-    other = quipu.open(str(tmp_path / "other.db"))
+    other = quipu.open(store_location(tmp_path, "other.db"))
     try:
         lines = DOC.splitlines()
         reordered = "\n".join(lines[:3] + list(reversed(lines[3:]))) + "\n"
@@ -392,7 +393,7 @@ def test_stats_counts_root_current_statements(kb: KnowledgeBase) -> None:
 def test_stats_seen_by_a_second_handle(kb: KnowledgeBase, tmp_path: Path) -> None:
     """Counts are never stale: another handle on the same file sees each write."""
     kb.knot(f'<{EX}a> <{EX}p> "1" .')
-    other = quipu.open(str(tmp_path / "kb.db"))
+    other = quipu.open(store_location(tmp_path, "kb.db"))
     try:
         assert other.stats()["facts"] == 1
         kb.knot(f'<{EX}a> <{EX}p> "2" .')

@@ -14,8 +14,9 @@ from quipu.api import KnowledgeBase
 from quipu.errors import QuipuError
 from quipu.identity import Authenticated
 from quipu.store.writes import KnotResult
+from tests.backends import store_location
 
-from ..store import count, scalar, sql
+from ..store import count, driver_sql, scalar, sql
 from .parts import document, parts_of, sha, upload_id
 from .test_stage import Clock
 
@@ -33,7 +34,7 @@ def clock() -> Clock:
 
 @pytest.fixture
 def kb(tmp_path: Path, clock: Clock) -> Iterator[KnowledgeBase]:
-    with quipu.open(str(tmp_path / "p.db")) as kb:
+    with quipu.open(store_location(tmp_path, "p.db")) as kb:
         kb.uploads.clock = clock
         yield kb
 
@@ -65,7 +66,7 @@ def snapshot_txs(kb: KnowledgeBase, key: str = KEY) -> int:
 
 def test_promotion_replaces_the_snapshot_like_one_shot_knot(tmp_path: Path, kb: KnowledgeBase) -> None:
     old, new = document(30, "old"), document(40, "new")
-    with quipu.open(str(tmp_path / "oneshot.db")) as reference:
+    with quipu.open(store_location(tmp_path, "oneshot.db")) as reference:
         reference.knot(old, replace_snapshot=True, snapshot=KEY)
         reference.knot(new, replace_snapshot=True, snapshot=KEY)
         expected = reference.export()
@@ -207,7 +208,7 @@ def test_content_hash_mismatch_fails_and_keeps_the_snapshot(kb: KnowledgeBase) -
 
 def tamper(kb: KnowledgeBase, statement: str, *params: Any) -> None:
     with kb.db.write() as ctx:
-        ctx.conn.exec_driver_sql(statement, tuple(params))
+        ctx.conn.exec_driver_sql(driver_sql(ctx.conn, statement), tuple(params))
 
 
 def test_a_corrupt_stored_part_fails_the_promotion(kb: KnowledgeBase) -> None:
@@ -267,7 +268,7 @@ def test_a_turtle_syntax_error_surfaces_on_the_poll(kb: KnowledgeBase) -> None:
 
 
 def test_the_outcome_survives_reopening_the_store(tmp_path: Path) -> None:
-    path = str(tmp_path / "p.db")
+    path = store_location(tmp_path, "p.db")
     with quipu.open(path) as kb:
         uid = stage_all(kb, parts_of(document(10), KEY, 300))
         done = settle(kb, uid)
@@ -305,13 +306,13 @@ def orphan(kb: KnowledgeBase, uid: str, expires_at: int) -> None:
 
 
 def test_an_orphaned_running_promotion_restarts_from_the_kept_parts(tmp_path: Path, clock: Clock) -> None:
-    path = str(tmp_path / "p.db")
+    path = store_location(tmp_path, "p.db")
     new = document(20, "new")
     with quipu.open(path) as kb:
         kb.knot(document(20, "old"), replace_snapshot=True, snapshot=KEY)
         uid = stage_all(kb, parts_of(new, KEY, 300))
         orphan(kb, uid, clock.now + 3600)
-    with quipu.open(str(tmp_path / "oneshot.db")) as reference:
+    with quipu.open(store_location(tmp_path, "oneshot.db")) as reference:
         reference.knot(document(20, "old"), replace_snapshot=True, snapshot=KEY)
         reference.knot(new, replace_snapshot=True, snapshot=KEY)
         expected = reference.export()
@@ -323,7 +324,7 @@ def test_an_orphaned_running_promotion_restarts_from_the_kept_parts(tmp_path: Pa
 
 
 def test_a_restart_after_the_write_committed_is_a_no_op(tmp_path: Path, clock: Clock) -> None:
-    path = str(tmp_path / "p.db")
+    path = store_location(tmp_path, "p.db")
     new = document(20, "new")
     with quipu.open(path) as kb:
         kb.knot(document(20, "old"), replace_snapshot=True, snapshot=KEY)
@@ -339,7 +340,7 @@ def test_a_restart_after_the_write_committed_is_a_no_op(tmp_path: Path, clock: C
 
 
 def test_parts_under_a_running_promotion_outlive_the_upload_expiry(tmp_path: Path, clock: Clock) -> None:
-    path = str(tmp_path / "p.db")
+    path = store_location(tmp_path, "p.db")
     with quipu.open(path) as kb:
         kb.uploads.clock = clock
         uid = stage_all(kb, parts_of(document(5), KEY, 100))
@@ -353,7 +354,7 @@ def test_parts_under_a_running_promotion_outlive_the_upload_expiry(tmp_path: Pat
 
 
 def test_an_orphan_past_its_expiry_is_deleted_with_its_parts(tmp_path: Path, clock: Clock) -> None:
-    path = str(tmp_path / "p.db")
+    path = store_location(tmp_path, "p.db")
     with quipu.open(path) as kb:
         uid = stage_all(kb, parts_of(document(5), KEY, 100))
         orphan(kb, uid, clock.now + 3600)

@@ -11,6 +11,7 @@ import pytest
 import quipu
 from quipu.api import KnowledgeBase
 from quipu.errors import QuipuError
+from tests.backends import store_location
 
 from ..store import count, snapshot, sql
 from .parts import document, parts_of, sha, upload_id
@@ -35,7 +36,7 @@ def clock() -> Clock:
 
 @pytest.fixture
 def kb(tmp_path: Path, clock: Clock) -> Iterator[KnowledgeBase]:
-    with quipu.open(str(tmp_path / "u.db")) as kb:
+    with quipu.open(store_location(tmp_path, "u.db")) as kb:
         kb.uploads.clock = clock
         yield kb
 

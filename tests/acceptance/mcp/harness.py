@@ -33,6 +33,7 @@ from quipu.mcp.http import create_server_app
 from quipu.mcp.registry import Registry, build_registry
 from quipu.rest.app import create_app
 from quipu.rest.auth import hash_token
+from tests.backends import store_location
 from tests.rest.live_server import live_server
 
 T = TypeVar("T")
@@ -78,7 +79,7 @@ def write_config(root: Path) -> Path:
     q = json.dumps
     text = f"""\
 [quipu.store]
-db = {q(str(root / "store.db"))}
+db = {q(store_location(root, "store.db"))}
 
 [quipu.server]
 auth_token = {q(SHARED.token)}
@@ -126,11 +127,12 @@ class Target:
     _labels: Iterator[int] = field(default_factory=itertools.count)
 
     @property
-    def db(self) -> Path:
-        return self.root / "store.db"
+    def db(self) -> str:
+        """The store: a SQLite file, or a PostgreSQL database in the suite's PostgreSQL half."""
+        return store_location(self.root, "store.db")
 
     def stdio_command(self, *extra: str) -> list[str]:
-        return [str(QUIPU), "mcp", "--config", str(self.config), "--db", str(self.db), *self.args, *extra]
+        return [str(QUIPU), "mcp", "--config", str(self.config), "--db", self.db, *self.args, *extra]
 
     def stderr_of(self, label: str) -> str:
         """What the stdio server of client ``label`` wrote to stderr."""

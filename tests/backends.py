@@ -1,0 +1,133 @@
+"""Which backend the suite runs on: SQLite files by default, PostgreSQL under ``QUIPU_TEST_DB``.
+
+``store_location(tmp_path, name)`` is what a test opens instead of ``tmp_path / name``. On SQLite
+it is that file. With ``QUIPU_TEST_DB=postgresql://...`` (a server the test run may create
+databases on) it is a database of its own, named after the path, so opening the same location
+twice in a test opens the same store, and two locations are two stores. Each is copied from a
+template migrated to head once per run (a file copy: ~10 ms). A database under a test's
+``tmp_path`` is dropped when that test ends; the others (module fixtures) when the run ends.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Final
+
+ENV: Final = "QUIPU_TEST_DB"
+# One template per test process: two runs may share a server (the halves of a CI run).
+_TEMPLATE: Final = f"quipu_test_template_{os.getpid()}"
+_lock = threading.Lock()
+_created: dict[str, Path] = {}  # database -> the location it stands for
+_template_ready = False
+
+
+def server_url() -> str | None:
+    """The PostgreSQL server under test, or None for SQLite."""
+    url = os.environ.get(ENV, "").strip()
+    return url or None
+
+
+def on_postgres() -> bool:
+    return server_url() is not None
+
+
+def _with_database(url: str, database: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).set(database=database).render_as_string(hide_password=False)
+
+
+def _admin() -> Any:
+    """An autocommit psycopg connection to the server's maintenance database."""
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    url = make_url(server_url() or "")
+    params: dict[str, Any] = dict(url.query)
+    return psycopg.connect(
+        host=params.pop("host", url.host),
+        port=url.port,
+        user=url.username,
+        password=url.password,
+        dbname="postgres",
+        autocommit=True,
+    )
+
+
+def _ensure_template(admin: Any) -> None:
+    global _template_ready
+    if _template_ready:
+        return
+    import quipu
+
+    exists = admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (_TEMPLATE,)).fetchone()
+    if exists is not None:
+        admin.execute(f"DROP DATABASE {_TEMPLATE} WITH (FORCE)")
+    admin.execute(f"CREATE DATABASE {_TEMPLATE}")
+    quipu.open(_with_database(server_url() or "", _TEMPLATE)).close()
+    _template_ready = True
+
+
+def database_name(path: Path) -> str:
+    return "q_" + hashlib.sha256(str(path).encode()).hexdigest()[:24]
+
+
+def store_location(directory: Path, name: str = "kb.db", *, fresh: bool = False) -> str:
+    """Where a test's store lives: ``directory / name`` on SQLite, a database of its own on
+    PostgreSQL (``fresh``: an empty one, before any migration, for migration tests)."""
+    path = directory / name
+    url = server_url()
+    if url is None:
+        return str(path)
+    database = database_name(path)
+    with _lock:
+        if database not in _created:
+            with _admin() as admin:
+                if not fresh:
+                    _ensure_template(admin)
+                template = "template0" if fresh else _TEMPLATE
+                admin.execute(f"CREATE DATABASE {database} TEMPLATE {template} STRATEGY FILE_COPY")
+            _created[database] = path
+    return _with_database(url, database)
+
+
+def drop_template() -> None:
+    global _template_ready
+    if _template_ready:
+        with _admin() as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {_TEMPLATE} WITH (FORCE)")
+        _template_ready = False
+
+
+def drop_under(directory: Path | None) -> None:
+    """Drop the databases standing for locations under ``directory`` (None: all of them).
+    Connections a test left open are closed by the drop."""
+    with _lock:
+        doomed = [d for d, p in _created.items() if directory is None or p.is_relative_to(directory)]
+        if not doomed:
+            return
+        with _admin() as admin:
+            for database in doomed:
+                admin.execute(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
+                del _created[database]
+
+
+@contextmanager
+def scratch_location() -> Iterator[str]:
+    """A store for one short-lived use: ``:memory:`` on SQLite, a database of its own (dropped
+    afterwards) on PostgreSQL. For harnesses that open a store per case outside a test's tmp_path."""
+    if not on_postgres():
+        yield ":memory:"
+        return
+    directory = Path(tempfile.mkdtemp(prefix="quipu-scratch-"))
+    try:
+        yield store_location(directory, "scratch.db")
+    finally:
+        drop_under(directory)
+        directory.rmdir()

@@ -1,6 +1,7 @@
 """The ingest benchmark: bulk load (W1) and small durable transactions (W2).
 
     python -m bench.ingest [--triples 100000 | --large] [--episodes 2000] [--seed 42] [--repeat N]
+                           [--db postgresql://USER@HOST/DB]
 
 W1 loads one LUBM-shaped N-Triples document (``bench.lubm``, cached under ``bench/.data/``) into
 a fresh quipu file store with one atomic ``knot`` write, and into pyoxigraph's and rdflib's
@@ -9,6 +10,11 @@ one durable quipu transaction each. The results table goes to stdout and progres
 
 Targets are informational: a MISS never changes the exit status. The one failing check is the
 correctness gate: the number of live statements quipu stored must equal what pyoxigraph loaded.
+
+``--db`` also runs W1 and W2 on a quipu store on that PostgreSQL server, each run in a fresh
+scratch database (``bench.postgres``: the URL's own database is never written), adds a
+"× SQLite" column and checks the bulk-load target: PostgreSQL within 2x of SQLite. Its live
+statements go through the same correctness gate.
 """
 
 from __future__ import annotations
@@ -34,11 +40,12 @@ from typing import Any
 import pyoxigraph as ox
 
 from bench import episodes as episode_docs
-from bench import lubm
+from bench import lubm, postgres
 
 DATA_DIR = Path(__file__).resolve().parent / ".data"
 LARGE = 1_000_000
 BULK_TARGET_RATIO = 2.0  # quipu bulk load at 1M <= 2x pyoxigraph in-memory
+PG_BULK_TARGET_RATIO = 2.0  # quipu on PostgreSQL bulk load <= 2x quipu on SQLite
 TX_TARGET = 2_000  # small durable transactions per second
 ENGINES = ("pyoxigraph", "pyoxigraph-disk", "quipu", "rdflib")
 LIVE_COUNT_SQL = "SELECT COUNT(*) FROM facts WHERE op = 1 AND valid_to IS NULL"
@@ -69,7 +76,7 @@ def dataset(triples: int, seed: int, data_dir: Path = DATA_DIR) -> Path:
 class QuipuStore:
     """A quipu file store opened through the public embedding API."""
 
-    def __init__(self, path: Path, synchronous: str = "NORMAL") -> None:
+    def __init__(self, path: Path | str, synchronous: str = "NORMAL") -> None:
         import quipu
 
         self._handle = quipu.open(str(path), synchronous=synchronous)
@@ -107,8 +114,8 @@ class QuipuStore:
         self._handle.close()
 
 
-def live_statements(path: Path) -> int:
-    """Live statements in a closed quipu store file (reopened, so this also checks durability)."""
+def live_statements(path: Path | str) -> int:
+    """Live statements in a closed quipu store (reopened, so this also checks durability)."""
     from quipu.store.database import Database
 
     db = Database(str(path))
@@ -152,6 +159,30 @@ def quipu_bulk(data: bytes, workdir: Path, run: int, profile: Path | None) -> tu
     detail = {"open": t1 - t0, "knot": t2 - t1, "close": t3 - t2}
     detail.update({f"phase:{name}": secs for name, secs in phases.items()})
     return BulkRun(t3 - t1, detail=detail, api=store.api), path
+
+
+def quipu_pg_bulk(data: bytes, scratch: postgres.ScratchDatabase) -> tuple[BulkRun, int, int]:
+    """One bulk load into a fresh scratch database: the run, its live statements and its size."""
+    url = scratch.fresh()
+    store = QuipuStore(url)
+    t1 = time.perf_counter()
+    store.knot(data, "nt")
+    t2 = time.perf_counter()
+    store.close()
+    t3 = time.perf_counter()
+    run = BulkRun(t3 - t1, detail={"knot": t2 - t1, "close": t3 - t2}, api="quipu.open(url).knot()")
+    return run, live_statements(url), database_bytes(url)
+
+
+def database_bytes(url: str) -> int:
+    from quipu.store.database import Database
+
+    db = Database(url)
+    try:
+        with db.read() as conn:
+            return int(conn.exec_driver_sql("SELECT pg_database_size(current_database())").scalar() or 0)
+    finally:
+        db.close()
 
 
 def pyoxigraph_bulk(data: bytes) -> BulkRun:
@@ -217,6 +248,17 @@ def quipu_episodes(
     label = "quipu file, one knot() per episode" + ("" if synchronous == "NORMAL" else f" ({synchronous})")
     result = TxResult(label, latencies, wall, note)
     return result, live_statements(path)
+
+
+def quipu_pg_episodes(
+    docs: Sequence[str], fmt: str, scratch: postgres.ScratchDatabase
+) -> tuple[TxResult, int]:
+    url = scratch.fresh()
+    store = QuipuStore(url)
+    latencies, wall = _timed(docs, lambda doc: store.knot(doc, fmt))
+    store.close()
+    result = TxResult("quipu PostgreSQL, one knot() per episode", latencies, wall, "server's commit settings")
+    return result, live_statements(url)
 
 
 def _timed(docs: Sequence[str], write: Callable[[str], object]) -> tuple[list[float], float]:
@@ -328,6 +370,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--data-dir", type=Path, default=DATA_DIR, help="where generated data sets are cached (bench/.data)"
     )
     parser.add_argument("--profile", type=Path, help="cProfile the first quipu bulk load into this file")
+    parser.add_argument(
+        "--db",
+        metavar="URL",
+        help="also run on this PostgreSQL server (postgresql://USER@HOST/DB), in scratch databases",
+    )
     args = parser.parse_args(argv)
     if args.large:
         args.triples = LARGE
@@ -345,6 +392,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.db is None:
+        return run(args, None)
+    try:
+        with postgres.ScratchDatabase(args.db) as scratch:
+            progress(f"PostgreSQL: scratch database {scratch.name} on {scratch.where}")
+            return run(args, scratch)
+    except postgres.ScratchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def run(args: argparse.Namespace, scratch: postgres.ScratchDatabase | None) -> int:
+    """The benchmark; with ``scratch`` (a database on a PostgreSQL server) also on PostgreSQL."""
     path = dataset(args.triples, args.seed, args.data_dir)
     data = path.read_bytes()
     lines = data.count(b"\n")
@@ -359,9 +419,12 @@ def main(argv: list[str] | None = None) -> int:
     # W1: bulk load
     bulk: dict[str, list[BulkRun]] = {}
     quipu_file: Path | None = None
+    pg_live: int | None = None
+    pg_size = 0
+    engines = [*args.engines, *(["quipu-pg"] if scratch is not None else [])]
     with tempfile.TemporaryDirectory(prefix="quipu-bench-") as tmp:
         workdir = Path(tmp)
-        for engine in args.engines:
+        for engine in engines:
             runs: list[BulkRun] = []
             for i in range(args.repeat):
                 progress(f"W1 {engine}: run {i + 1} of {args.repeat}")
@@ -372,6 +435,10 @@ def main(argv: list[str] | None = None) -> int:
                     runs.append(pyoxigraph_disk_bulk(data, workdir, i))
                 elif engine == "rdflib":
                     runs.append(rdflib_bulk(data))
+                elif engine == "quipu-pg":
+                    assert scratch is not None
+                    pg_run, pg_live, pg_size = quipu_pg_bulk(data, scratch)
+                    runs.append(pg_run)
                 else:
                     run, db_path = quipu_bulk(data, workdir, i, args.profile if i == 0 else None)
                     runs.append(run)
@@ -388,13 +455,15 @@ def main(argv: list[str] | None = None) -> int:
         medians = {engine: statistics.median(r.seconds for r in runs) for engine, runs in bulk.items()}
         ox_time = medians.get("pyoxigraph")
         ox_count = bulk["pyoxigraph"][0].count if "pyoxigraph" in bulk else None
+        sqlite_time = medians.get("quipu")
         rows = []
-        for engine in args.engines:
+        for engine in engines:
             runs = bulk[engine]
             med = medians[engine]
-            count = quipu_live if engine == "quipu" else runs[0].count
+            count = quipu_live if engine == "quipu" else pg_live if engine == "quipu-pg" else runs[0].count
             label = {
                 "quipu": "quipu, SQLite file, one knot()",
+                "quipu-pg": "quipu, PostgreSQL, one knot()",
                 "pyoxigraph": "pyoxigraph in-memory bulk_load",
                 "pyoxigraph-disk": "pyoxigraph on-disk bulk_load",
                 "rdflib": "rdflib in-memory Graph.parse",
@@ -409,15 +478,16 @@ def main(argv: list[str] | None = None) -> int:
                     ", ".join(f"{r.seconds:.2f}" for r in runs),
                 ]
             )
+            if scratch is not None:
+                rows[-1].insert(4, f"{med / sqlite_time:.2f}×" if sqlite_time else "—")
+        headers = ["engine", "seconds", "triples/s", "× pyoxigraph", "statements", "runs (s)"]
+        right = [False, True, True, True, True, False]
+        if scratch is not None:
+            headers.insert(4, "× SQLite")
+            right.insert(4, True)
         out.append(f"## W1 bulk load ({lines:,} triples, median of {args.repeat})")
         out.append("")
-        out.append(
-            table(
-                ["engine", "seconds", "triples/s", "× pyoxigraph", "statements", "runs (s)"],
-                rows,
-                [False, True, True, True, True, False],
-            )
-        )
+        out.append(table(headers, rows, right))
         out.append("")
         if "quipu" in bulk:
             detail = bulk["quipu"]
@@ -451,6 +521,22 @@ def main(argv: list[str] | None = None) -> int:
                 )
             else:
                 out.append("- correctness gate skipped: pyoxigraph was not run")
+        if "quipu-pg" in bulk:
+            out.append(
+                f"- quipu on PostgreSQL: knot {statistics.median(r.detail['knot'] for r in bulk['quipu-pg']):.2f} s, "
+                f"close {statistics.median(r.detail['close'] for r in bulk['quipu-pg']):.2f} s (medians); "
+                f"database size after load {pg_size / 1e6:.1f} MB, "
+                f"{pg_size / max(1, pg_live or lines):.0f} bytes per triple"
+            )
+            if ox_count is not None and pg_live != ox_count:
+                failures.append(
+                    f"correctness gate: quipu on PostgreSQL stored {pg_live:,} live statements "
+                    f"but pyoxigraph loaded {ox_count:,}"
+                )
+            elif ox_count is not None:
+                out.append(
+                    f"- correctness gate: quipu on PostgreSQL live statements = pyoxigraph count = {ox_count:,} (ok)"
+                )
         out.append("")
 
         # W2: small durable transactions
@@ -473,6 +559,15 @@ def main(argv: list[str] | None = None) -> int:
             tx_results.append(
                 quipu_episodes(docs[: max(1, len(docs) // 4)], args.episode_format, workdir, "FULL")
             )
+            if scratch is not None:
+                progress(f"W2 quipu on PostgreSQL: {args.episodes:,} episode transactions")
+                tx_results.append(quipu_pg_episodes(docs, args.episode_format, scratch))
+                progress(f"  {tx_results[-1][0].per_second:,.0f} tx/s")
+                if tx_results[-1][1] != tx_results[1][1]:
+                    failures.append(
+                        f"correctness gate: quipu on PostgreSQL kept {tx_results[-1][1]:,} live episode "
+                        f"statements but pyoxigraph has {tx_results[1][1]:,}"
+                    )
             out.append(
                 f"## W2 small transactions ({args.episodes:,} episodes of "
                 f"{episode_docs.TRIPLES_PER_EPISODE} triples, {args.episode_format})"
@@ -514,6 +609,16 @@ def main(argv: list[str] | None = None) -> int:
                 f"bulk load ≤ {BULK_TARGET_RATIO:.0f}× pyoxigraph in-memory at 1M",
                 f"{ratio:.2f}×{scope}",
                 verdict(ratio <= BULK_TARGET_RATIO),
+            ]
+        )
+    if "quipu-pg" in medians and "quipu" in medians:
+        pg_ratio = medians["quipu-pg"] / medians["quipu"]
+        scope = "" if lines >= LARGE else f" (target is set at 1M; this run is {lines:,})"
+        target_rows.append(
+            [
+                f"PostgreSQL bulk load ≤ {PG_BULK_TARGET_RATIO:.0f}× SQLite's",
+                f"{pg_ratio:.2f}×{scope}",
+                verdict(pg_ratio <= PG_BULK_TARGET_RATIO),
             ]
         )
     if tx_results:

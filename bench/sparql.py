@@ -2,6 +2,7 @@
 
     python -m bench.sparql [--triples 100000 | --large] [--seed 42] [--repeat N]
                            [--only Q1,Q4,...] [--profile QNAME] [--skip-rdflib]
+                           [--db postgresql://USER@HOST/DB [--explain]]
 
 The data set (``bench.lubm``, cached under ``bench/.data/`` like the ingest benchmark's) is loaded
 into a fresh quipu file store (one ``knot``), pyoxigraph's in-memory ``Store`` (``bulk_load``) and
@@ -35,6 +36,13 @@ from replaying the same writes on the pyoxigraph store and querying it after eac
 
 Targets (informational, printed as HIT/MISS, never the exit status): at 1M triples every Q1-Q6
 at most 1.0x pyoxigraph in memory (goal 0.8x), and no query slower than 3x pyoxigraph.
+
+``--db`` also loads the data into a quipu store on that PostgreSQL server, in a scratch database
+of its own (``bench.postgres``: created, used and dropped; the URL's database is never written),
+and adds its columns: time, plan and the PG/SQLite ratio against the target (PostgreSQL within
+2x of SQLite on Q1-Q6 at 1M triples). Its row counts are checked against pyoxigraph's too, and
+T1-T4 run on it over the same extra writes. ``--explain`` then prints PostgreSQL's
+``EXPLAIN (ANALYZE, BUFFERS)`` of the statement quipu runs for each of Q1-Q6.
 """
 
 from __future__ import annotations
@@ -48,14 +56,14 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
 import pyoxigraph as ox
 
-from bench import lubm
+from bench import lubm, postgres
 from bench.ingest import DATA_DIR, dataset, environment, progress, table
 from quipu.sparql.engine import QueryResult
 from quipu.sparql.results import write_json
@@ -65,6 +73,7 @@ CORE_TARGET: Final = 1.0  # Q1-Q6 at 1M: <= 1.0x pyoxigraph in memory
 CORE_GOAL: Final = 0.8
 ANY_TARGET: Final = 3.0  # no query slower than 3x pyoxigraph
 DEFAULT_CAP: Final = 10.0  # seconds: a slower warm-up run is the measurement
+PG_TARGET: Final = 2.0  # Q1-Q6 at 1M: PostgreSQL <= 2x SQLite
 
 UB: Final = lubm.ONTOLOGY
 PREFIX: Final = f"PREFIX ub: <{UB}>\n"
@@ -225,7 +234,7 @@ def quipu_rows(result: QueryResult) -> int:
 
 
 class QuipuEngine:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path | str) -> None:
         import quipu
 
         self.kb = quipu.open(str(path))
@@ -389,17 +398,23 @@ class TimeTravel:
     history: int
 
 
-def make_time_travel_writes(quipu: QuipuEngine, oxs: OxEngine, q1: str) -> TimeTravel:
+def make_time_travel_writes(
+    quipu: QuipuEngine, oxs: OxEngine, q1: str, pg: QuipuEngine | None = None
+) -> tuple[TimeTravel, TimeTravel | None]:
+    """The writes on quipu (and the PostgreSQL store, whose transaction ids are its own)."""
     tt = TimeTravel({}, {}, {}, {}, 0)
+    pg_tx: dict[str, int] = {}
     for step in time_travel_steps():
         progress(f"time travel: write {step.label} at {step.timestamp}")
         tt.tx[step.label] = step.quipu(quipu.kb)
+        if pg is not None:
+            pg_tx[step.label] = step.quipu(pg.kb)
         oxs.store.update(step.ox_update)
         tt.q1_rows[step.label] = len(oxs.solutions(q1))
         members = oxs.solutions(T_MEMBERS)
         tt.members[step.label], tt.member_rows[step.label] = set(members), len(members)
         tt.history += step.history
-    return tt
+    return tt, (replace(tt, tx=pg_tx) if pg is not None else None)
 
 
 def cells(result: QueryResult) -> set[tuple[Any, ...]]:
@@ -476,6 +491,14 @@ def fmt_ratio(r: float | None) -> str:
     return "-" if r is None else f"{r:.2f}×"
 
 
+def pg_verdict(name: str, r: float | None) -> str:
+    if r is None:
+        return "-"
+    if name not in CORE:
+        return "-"
+    return f"{'MISS' if r > PG_TARGET else 'HIT'} (≤ {PG_TARGET:.1f}×)"
+
+
 def verdict(name: str, r: float | None) -> str:
     if r is None:
         return "-"
@@ -508,7 +531,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--data-dir", type=Path, default=DATA_DIR, help="where generated data sets are cached (bench/.data)"
     )
+    parser.add_argument(
+        "--db",
+        metavar="URL",
+        help="also run on this PostgreSQL server (postgresql://USER@HOST/DB), in a scratch database",
+    )
+    parser.add_argument(
+        "--explain",
+        action="store_true",
+        help="with --db: print EXPLAIN (ANALYZE, BUFFERS) of quipu's SQL for Q1-Q6 after the runs",
+    )
     args = parser.parse_args(argv)
+    if args.explain and not args.db:
+        parser.error("--explain needs --db")
     if args.large:
         args.triples = LARGE
     if args.repeat < 1 or args.triples < 1 or args.cap <= 0:
@@ -527,10 +562,24 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.db is None:
+        return run(args, None)
+    try:
+        with postgres.ScratchDatabase(args.db) as scratch:
+            progress(f"PostgreSQL: scratch database {scratch.name} on {scratch.where}")
+            return run(args, scratch.url)
+    except postgres.ScratchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def run(args: argparse.Namespace, pg_url: str | None) -> int:
+    """The benchmark; with ``pg_url`` (an empty database) also on PostgreSQL."""
     path = dataset(args.triples, args.seed, args.data_dir)
     lines = path.read_bytes().count(b"\n")
     failures: list[str] = []
     rows_out: list[list[str]] = []
+    plans: list[tuple[str, postgres.Explained]] = []
 
     with tempfile.TemporaryDirectory(prefix="quipu-bench-sparql-") as tmp:
 
@@ -541,6 +590,17 @@ def main(argv: list[str] | None = None) -> int:
 
         quipu: QuipuEngine
         quipu, quipu_load = timed_load("quipu (file store, one knot)", load_quipu)
+        pg: QuipuEngine | None = None
+        pg_load: float | None = None
+        if pg_url is not None:
+            url = pg_url
+
+            def load_pg() -> QuipuEngine:
+                engine = QuipuEngine(url)
+                engine.load(path)
+                return engine
+
+            pg, pg_load = timed_load("quipu (PostgreSQL, one knot)", load_pg)
         oxs: OxEngine
         oxs, ox_load = timed_load("pyoxigraph (in memory, bulk_load)", lambda: OxEngine(path))
         rdf: RdflibEngine | None = None
@@ -565,44 +625,62 @@ def main(argv: list[str] | None = None) -> int:
                 args.cap,
                 args.profile == q.name,
             )
+            pm: Measure | None = None
+            if pg is not None:
+                pm = measure(partial(pg.first, q.text), partial(pg.run, q.text), args.repeat, args.cap)
             om = measure(partial(oxs.first, q.text), partial(oxs.run, q.text), args.repeat, args.cap)
             rm: Measure | None = None
             if rdf is not None:
                 rm = measure(partial(rdf.first, q.text), partial(rdf.run, q.text), args.repeat, args.cap)
             progress(
-                f"  quipu {fmt_ms(qm)} ms ({qm.plan or qm.error}), pyoxigraph {fmt_ms(om)} ms"
+                f"  quipu {fmt_ms(qm)} ms ({qm.plan or qm.error}), "
+                + (f"PostgreSQL {fmt_ms(pm)} ms ({pm.plan or pm.error}), " if pm is not None else "")
+                + f"pyoxigraph {fmt_ms(om)} ms"
                 + (f", rdflib {fmt_ms(rm)} ms" if rm is not None else "")
             )
-            for label, m in (("quipu", qm), ("pyoxigraph", om), ("rdflib", rm)):
+            checked = (("quipu", qm), ("quipu-pg", pm), ("rdflib", rm))
+            for label, m in (*checked, ("pyoxigraph", om)):
                 if m is not None and m.error is not None:
                     failures.append(f"{q.name}: {label} failed: {m.error}")
             if om.rows is not None:
-                for label, m in (("quipu", qm), ("rdflib", rm)):
+                for label, m in checked:
                     if m is not None and m.rows is not None and m.rows != om.rows:
                         failures.append(f"{q.name}: {label} returned {m.rows:,} rows, pyoxigraph {om.rows:,}")
             r_quipu, r_rdflib = ratio(qm, om), ratio(rm, om)
             rows = f"{om.rows:,}" if om.rows is not None else "?"
-            for label, m in (("quipu", qm), ("rdflib", rm)):
+            for label, m in checked:
                 if m is not None and m.rows is not None and om.rows is not None and m.rows != om.rows:
                     rows += f" ({label} {m.rows:,})"
-            rows_out.append(
-                [
-                    f"{q.name} {q.title}",
-                    rows,
-                    fmt_ms(qm),
-                    qm.plan or "-",
-                    fmt_ms(om),
-                    fmt_ms(rm),
-                    fmt_ratio(r_quipu),
-                    fmt_ratio(r_rdflib),
-                    f"{verdict(q.name, r_quipu)} (≤ {CORE_TARGET if q.name in CORE else ANY_TARGET:.1f}×)",
-                ]
-            )
+            row = [f"{q.name} {q.title}", rows, fmt_ms(qm), qm.plan or "-"]
+            if pg is not None:
+                row += [fmt_ms(pm), (pm.plan if pm is not None else "") or "-"]
+            row += [
+                fmt_ms(om),
+                fmt_ms(rm),
+                fmt_ratio(r_quipu),
+                fmt_ratio(r_rdflib),
+                f"{verdict(q.name, r_quipu)} (≤ {CORE_TARGET if q.name in CORE else ANY_TARGET:.1f}×)",
+            ]
+            if pg is not None:
+                r_pg = ratio(pm, qm)
+                row += [fmt_ratio(r_pg), pg_verdict(q.name, r_pg)]
+            rows_out.append(row)
+
+        # EXPLAIN after the timed runs and before the extra writes: the same data and plans
+        if pg is not None and args.explain:
+            for q in QUERIES:
+                if q.name in CORE and q.name in args.only:
+                    progress(f"EXPLAIN ANALYZE {q.name} on PostgreSQL")
+                    try:
+                        plans.append((q.name, postgres.explain(pg.kb, q.text)))
+                    except Exception as exc:  # a plan we cannot get is reported, not fatal
+                        plans.append((q.name, postgres.Explained(None, f"EXPLAIN failed: {exc}")))
+                        failures.append(f"{q.name}: EXPLAIN on PostgreSQL failed: {exc}")
 
         # T1-T4: quipu only, over extra writes replayed on pyoxigraph for the expected counts
         wanted_t = [(name, title) for name, title in TIME_TRAVEL if name in args.only]
         if wanted_t:
-            tt = make_time_travel_writes(quipu, oxs, QUERIES[0].text)
+            tt, pg_tt = make_time_travel_writes(quipu, oxs, QUERIES[0].text, pg)
             for name, title in wanted_t:
                 progress(f"{name} {title}")
                 tm, expected = run_time_travel(name, quipu, tt, args.repeat, args.cap, args.profile == name)
@@ -610,53 +688,95 @@ def main(argv: list[str] | None = None) -> int:
                 progress(
                     f"  quipu {fmt_ms(tm)} ms ({tm.plan or tm.error}), rows {shown}, expected {expected}"
                 )
-                if tm.error is not None:
-                    failures.append(f"{name}: quipu failed: {tm.error}")
-                elif shown.replace(",", "") != expected:
-                    failures.append(f"{name}: quipu returned {shown} rows, expected {expected}")
-                rows_out.append(
-                    [f"{name} {title}", shown, fmt_ms(tm), tm.plan or "-", "-", "-", "-", "-", "-"]
-                )
+                runs = [("quipu", tm, shown)]
+                pgm: Measure | None = None
+                if pg is not None and pg_tt is not None:
+                    pgm, _ = run_time_travel(name, pg, pg_tt, args.repeat, args.cap, False)
+                    pg_shown = pgm.shown or ("?" if pgm.rows is None else f"{pgm.rows:,}")
+                    progress(f"  PostgreSQL {fmt_ms(pgm)} ms ({pgm.plan or pgm.error}), rows {pg_shown}")
+                    runs.append(("quipu-pg", pgm, pg_shown))
+                for label, m, got in runs:
+                    if m.error is not None:
+                        failures.append(f"{name}: {label} failed: {m.error}")
+                    elif got.replace(",", "") != expected:
+                        failures.append(f"{name}: {label} returned {got} rows, expected {expected}")
+                row = [f"{name} {title}", shown, fmt_ms(tm), tm.plan or "-"]
+                if pg is not None:
+                    row += [fmt_ms(pgm), (pgm.plan if pgm is not None else "") or "-"]
+                row += ["-", "-", "-", "-", "-"]
+                if pg is not None:
+                    row += [fmt_ratio(ratio(pgm, tm)), "-"]
+                rows_out.append(row)
         serializer = quipu.serializer
         quipu.close()
+        if pg is not None:
+            pg.close()
         gc.unfreeze()
 
+    headers = ["query", "rows", "quipu ms", "plan"]
+    right = [False, True, True, False]
+    if pg_url is not None:
+        headers = ["query", "rows", "SQLite ms", "plan", "PG ms", "PG plan"]
+        right += [True, False]
+    headers += [
+        "pyoxigraph ms",
+        "rdflib ms",
+        "SQLite/pyox" if pg_url else "quipu/pyox",
+        "rdflib/pyox",
+        "target",
+    ]
+    right += [True, True, True, True, False]
+    if pg_url is not None:
+        headers += ["PG/SQLite", "PG target"]
+        right += [True, False]
+    loads = f"quipu {quipu_load:.2f}, " + (f"PostgreSQL {pg_load:.2f}, " if pg_load is not None else "")
     out = [
         f"# quipu SPARQL benchmark: {lines:,} LUBM-shaped triples (seed {args.seed})",
         "",
         environment(),
-        f"- data set: {path.name}; load s: quipu {quipu_load:.2f}, pyoxigraph {ox_load:.2f}"
+        f"- data set: {path.name}; load s: {loads}pyoxigraph {ox_load:.2f}"
         + (f", rdflib {rdf_load:.2f}" if rdf_load is not None else ", rdflib skipped"),
         f"- timed: quipu {serializer}; pyoxigraph query().serialize(JSON); rdflib list(graph.query())",
         f"- one warm-up run per engine and query, then the median of {args.repeat} timed runs (ms); "
         f"* = the warm-up alone took over {args.cap:g} s and is the measurement",
+    ]
+    if pg_url is not None:
+        out.append(f"- PostgreSQL: {pg_server_version(pg_url)}; quipu on it in a scratch database")
+    out += [
         "",
-        table(
-            [
-                "query",
-                "rows",
-                "quipu ms",
-                "plan",
-                "pyoxigraph ms",
-                "rdflib ms",
-                "quipu/pyox",
-                "rdflib/pyox",
-                "target",
-            ],
-            rows_out,
-            [False, True, True, False, True, True, True, True, False],
-        ),
+        table(headers, rows_out, right),
         "",
         f"Targets (informational): at 1M triples every Q1-Q6 ≤ {CORE_TARGET:.1f}× pyoxigraph in memory "
         f"(goal {CORE_GOAL:.1f}×), and no query slower than {ANY_TARGET:.0f}× pyoxigraph"
+        + (f"; PostgreSQL ≤ {PG_TARGET:.0f}× SQLite on Q1-Q6" if pg_url is not None else "")
         + ("." if lines >= LARGE else f"; this run has {lines:,} triples."),
     ]
     if not failures:
-        out.append("Row counts: quipu and rdflib agree with pyoxigraph; T1-T4 match the replayed writes.")
+        out.append(
+            "Row counts: quipu"
+            + (" (SQLite and PostgreSQL)" if pg_url is not None else "")
+            + " and rdflib agree with pyoxigraph; T1-T4 match the replayed writes."
+        )
+    for name, explained in plans:
+        out += ["", f"## EXPLAIN (ANALYZE, BUFFERS) {name} on PostgreSQL", ""]
+        if explained.sql is not None:
+            out += ["SQL:", "", explained.sql, "", f"Parameters: {explained.params}", "", "Plan:", ""]
+        out.append(explained.plan)
     print("\n".join(out), flush=True)
     for failure in failures:
         print(f"FAILED {failure}", file=sys.stderr)
     return 1 if failures else 0
+
+
+def pg_server_version(url: str) -> str:
+    from sqlalchemy import create_engine
+
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return str(conn.exec_driver_sql("SHOW server_version").scalar())
+    finally:
+        engine.dispose()
 
 
 if __name__ == "__main__":

@@ -90,14 +90,6 @@ def display_location(location: str) -> str:
     return backend.display if backend.kind == "postgresql" else location
 
 
-def sqlite_url(location: str) -> tuple[str, bool]:
-    """Turn a path, ``:memory:`` or ``sqlite:///...`` into an SQLAlchemy URL."""
-    backend = resolve(location)
-    if backend.kind != "sqlite":
-        raise ConfigError(f"{backend.display} is not a SQLite store")
-    return backend.url, backend.memory
-
-
 def check_location(location: str) -> None:
     """Refuse a store location that cannot be opened, before anything is created."""
     backend = resolve(location)
@@ -149,9 +141,10 @@ class Database:
         self.schema_terms_seen: set[tuple[str, str]] = set()
         try:
             self.upgrade()
-            with self._write_lock, self.writer.connect() as conn, conn.begin():
-                self.dialect.begin_write(conn)
-                self.dialect.prepare(conn)
+            if self.dialect.prepares:
+                with self._write_lock, self.writer.connect() as conn, conn.begin():
+                    self.dialect.begin_write(conn)
+                    self.dialect.prepare(conn)
         except BaseException:
             self._dispose()
             raise

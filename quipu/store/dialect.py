@@ -94,6 +94,9 @@ class Dialect:
     def begin_read(self, conn: Connection) -> None:
         """Run first inside every read snapshot."""
 
+    # ``prepare`` has work to do (a write transaction at every open; SQLite has none).
+    prepares: bool = False
+
     def prepare(self, conn: Connection) -> None:
         """Once per open store, inside a write transaction after migrations: server-side set-up."""
 
@@ -193,6 +196,8 @@ class SqliteDialect(Dialect):
 
     def before_close(self, conn: Connection) -> None:
         # SQLite's advice for long-lived connections: refresh planner statistics where useful.
+        # Best effort: another process's write must not keep the store from closing.
+        conn.exec_driver_sql("PRAGMA busy_timeout=0")
         conn.exec_driver_sql("PRAGMA analysis_limit=1000")
         conn.exec_driver_sql("PRAGMA optimize")
 
@@ -257,6 +262,7 @@ class PostgresDialect(Dialect):
     sparql_functions = False
     distinct_order_keys_selected = True
     round_trips_costly = True
+    prepares = True
 
     def configure(self, engine: Engine, *, write: bool) -> None:
         super().configure(engine, write=write)
@@ -500,9 +506,10 @@ class WalCheckpointer:
             self._commits = 0
             self._wake.set()
 
-    def _connect(self) -> sqlite3.Connection:
+    def _connect(self, busy_timeout_ms: int | None = None) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        conn.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_ms)}")
+        wait = self.busy_timeout_ms if busy_timeout_ms is None else busy_timeout_ms
+        conn.execute(f"PRAGMA busy_timeout={int(wait)}")
         return conn
 
     def _run(self) -> None:
@@ -522,7 +529,8 @@ class WalCheckpointer:
         self._stopping.set()
         self._wake.set()
         self._thread.join()
-        conn = self._connect()
+        # No waiting: TRUNCATE waits out other processes' writers, and this is only tidying.
+        conn = self._connect(busy_timeout_ms=0)
         try:  # leave a small WAL behind; another process may still hold it open
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
         except sqlite3.Error:

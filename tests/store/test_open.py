@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -45,3 +47,21 @@ def test_reopening_a_file_keeps_its_facts(tmp_path: Path) -> None:
         kb.knot('<http://ex.org/a> <http://ex.org/b> "x" .', "nt")
     with quipu.open(path) as kb:
         assert kb.export() == '<http://ex.org/a> <http://ex.org/b> "x" .\n'
+
+
+@pytest.mark.sqlite_only
+def test_an_up_to_date_store_opens_and_reads_while_another_process_writes(tmp_path: Path) -> None:
+    # Opening needs no write when nothing is to migrate: a long write elsewhere must not block it.
+    path = tmp_path / "busy.db"
+    with quipu.open(str(path)) as kb:
+        kb.knot("<http://ex.org/a> <http://ex.org/b> <http://ex.org/c> .", "nt")
+    writer = sqlite3.connect(path, isolation_level=None)
+    try:
+        writer.execute("BEGIN IMMEDIATE")
+        started = time.monotonic()
+        with quipu.open(str(path)) as kb:
+            assert kb.stats() == {"facts": 1, "entities": 1, "predicates": 1}
+        assert time.monotonic() - started < 20  # the busy timeout (30 s) was never waited out
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()

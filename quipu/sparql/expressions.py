@@ -345,10 +345,31 @@ def _str2_node(fn: str) -> Callable[[Context, Rel, Any], Node]:
     return handler
 
 
+def _simple_text(term: Any) -> str | None:
+    """A constant simple (or xsd:string) literal's text, the only pattern kind REGEX accepts."""
+    if isinstance(term, Literal) and term.language is None and term.datatype in (None, XSD_STRING_REF):
+        return str(term)
+    return None
+
+
+def _constant_texts(*terms: Any) -> list[str | None] | None:
+    """The texts of constant simple-literal arguments (None for an absent one), or None when one
+    given is not such a constant."""
+    texts = [None if t is None else _simple_text(t) for t in terms]
+    if any(t is not None and x is None for t, x in zip(terms, texts, strict=True)):
+        return None
+    return texts
+
+
 def _regex(ctx: Context, rel: Rel, e: Any) -> ColumnElement[bool]:
     x, p = value_of(ctx, rel, e.text), value_of(ctx, rel, e.pattern)
     if not x.has_v or not p.has_v:
         return literal(None)
+    constants = _constant_texts(e.pattern, e.flags)
+    if constants is not None and constants[0] is not None:
+        own = ctx.db.dialect.regex(encoding(x), constants[0], constants[1])
+        if own is not None:
+            return own == 1
     flags = e.flags
     if flags is None:
         return func.q_regex2(encoding(x), encoding(p)) == 1
@@ -438,6 +459,21 @@ def _literal_fn(fn: str, *params: str) -> Callable[[Context, Rel, Any], Node]:
     return handler
 
 
+_generic_replace = _literal_fn("q_replace", "arg", "pattern", "replacement", "flags")
+
+
+def _replace(ctx: Context, rel: Rel, e: Any) -> Node:
+    constants = _constant_texts(e.pattern, e.replacement, e.flags)
+    if constants is not None and constants[0] is not None and constants[1] is not None:
+        x = value_of(ctx, rel, e.arg)
+        if not x.has_v:
+            return Node(null(), null(), has_id=False)
+        own = ctx.db.dialect.replace(encoding(x), constants[0], constants[2], constants[1])
+        if own is not None:
+            return Node(null(), own, has_id=False)
+    return _generic_replace(ctx, rel, e)
+
+
 def _arg_list(arg: Any) -> list[Any]:
     """A variadic function's arguments (the parser leaves a bare token for an empty list)."""
     if isinstance(arg, list):
@@ -492,7 +528,7 @@ _HANDLERS: dict[str, Callable[[Context, Rel, Any], Any]] = {
     "Builtin_CONCAT": _concat,
     "Builtin_STRDT": _literal_fn("q_strdt", "arg1", "arg2"),
     "Builtin_STRLANG": _literal_fn("q_strlang", "arg1", "arg2"),
-    "Builtin_REPLACE": _literal_fn("q_replace", "arg", "pattern", "replacement", "flags"),
+    "Builtin_REPLACE": _replace,
     "Builtin_TIMEZONE": _timezone(1),
     "Builtin_TZ": _timezone(0),
     "Builtin_EXISTS": _exists(False),

@@ -17,7 +17,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Integer, Table, Text, event
+from sqlalchemy import ColumnElement, Connection, Engine, Integer, Table, Text, event, func, literal
 from sqlalchemy.engine.interfaces import Dialect as SADialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.compiler import compiles
@@ -26,7 +26,7 @@ from sqlalchemy.sql.elements import ClauseElement
 from sqlalchemy.sql.functions import FunctionElement
 
 from quipu.errors import ConfigError, QuipuError
-from quipu.store import pg_functions, sqlfunctions
+from quipu.store import pg_functions, pg_regex, sqlfunctions
 
 log = logging.getLogger("quipu.store")
 _PYFORMAT_NAME = re.compile(r"%\((\w+)\)s")
@@ -99,6 +99,17 @@ class Dialect:
 
     def prepare(self, conn: Connection) -> None:
         """Once per open store, inside a write transaction after migrations: server-side set-up."""
+
+    def regex(self, text: ColumnElement[Any], pattern: str, flags: str | None) -> ColumnElement[Any] | None:
+        """SPARQL REGEX of a string encoding against a constant pattern, as this backend's own SQL
+        (1, 0 or NULL), or None: use the ``q_regex*`` value functions."""
+        return None
+
+    def replace(
+        self, text: ColumnElement[Any], pattern: str, flags: str | None, replacement: str
+    ) -> ColumnElement[Any] | None:
+        """SPARQL REPLACE with constant pattern, flags and replacement (an encoding), or None."""
+        return None
 
     def start(self, database: str | None) -> None:
         """Start any background upkeep for an open store (``database``: its file, if any)."""
@@ -285,6 +296,21 @@ class PostgresDialect(Dialect):
 
     def begin_read(self, conn: Connection) -> None:
         pass  # the reader connections begin REPEATABLE READ, READ ONLY transactions (configure)
+
+    def regex(self, text: ColumnElement[Any], pattern: str, flags: str | None) -> ColumnElement[Any] | None:
+        # Only patterns in the subset where PostgreSQL's regexes provably agree with Python's re
+        # (pg_regex); any other stays on rdflib, which the q_regex functions' absence ensures.
+        if not pg_regex.pg_regex_ok(pattern, flags):
+            return None
+        return func.q_pgregex(text, literal(pg_regex.to_pg(pattern, flags), Text))
+
+    def replace(
+        self, text: ColumnElement[Any], pattern: str, flags: str | None, replacement: str
+    ) -> ColumnElement[Any] | None:
+        if not pg_regex.pg_replace_ok(pattern, flags, replacement):
+            return None
+        are, substitute = pg_regex.to_pg_replace(pattern, flags, replacement)
+        return func.q_pgreplace(text, literal(are, Text), literal(substitute, Text))
 
     def prepare(self, conn: Connection) -> None:
         import psycopg

@@ -18,7 +18,9 @@ cannot be a PostgreSQL ``text``, so a string function given one answers NULL too
 uses an exception block: that is a subtransaction, which a parallel query refuses.
 
 Not here: ``q_call`` (a Python callback per row), and ``q_regex2/3`` and ``q_replace3/4``
-(Python's ``re`` and PostgreSQL's regular expressions differ in syntax and matching).
+(Python's ``re`` and PostgreSQL's regular expressions differ in syntax and matching). For REGEX
+and REPLACE with constant arguments in the subsets of ``pg_regex``, ``q_pgregex`` and
+``q_pgreplace`` take their translations.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import Any, Final
 
 from quipu.store import values
 
-VERSION: Final = 3
+VERSION: Final = 4
 
 _X: Final = values.XSD
 _INTEGER_TYPES_SQL: Final = ", ".join(f"'{t}'" for t in sorted(values._INTEGER_TYPES | {values.XSD_INTEGER}))
@@ -1376,6 +1378,32 @@ LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$ SELECT quipu_strfn2_int(name, 
         "q_strpart": r"""
 CREATE OR REPLACE FUNCTION q_strpart(name text, a bytea, b bytea) RETURNS bytea
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$ SELECT quipu_strfn2_enc(name, a, b) $$""",
+    }
+)
+
+# REGEX for a pattern pg_regex accepts, given its ARE (pg_regex.to_pg): 1, 0, or NULL when the
+# text is not a string literal (sqlfunctions.regex). The compiler checks the pattern and flags;
+# the text's NULL cases are the Python twins'.
+_STATEMENTS.update(
+    {
+        "q_pgregex": r"""
+CREATE OR REPLACE FUNCTION q_pgregex(a bytea, are text) RETURNS integer
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
+DECLARE
+  x record := quipu_text(a);
+BEGIN
+  RETURN CASE WHEN x.ok IS NULL THEN NULL ELSE (x.lex ~ are)::integer END;
+END $$""",
+        # REPLACE for a pattern and replacement pg_regex accepts (pg_regex.to_pg_replace).
+        "q_pgreplace": r"""
+CREATE OR REPLACE FUNCTION q_pgreplace(a bytea, are text, replacement text) RETURNS bytea
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
+DECLARE
+  x record := quipu_text(a);
+BEGIN
+  RETURN CASE WHEN x.ok IS NULL THEN NULL
+              ELSE quipu_same_kind(x.lang, regexp_replace(x.lex, are, replacement, 'g')) END;
+END $$""",
     }
 )
 

@@ -21,19 +21,20 @@ echo "== the suite on SQLite" >&2
 $UV run pytest "$@"
 sqlite_status=$?
 
-cluster=""
+scratch=""
 stop_cluster() {
-    if [ -n "$cluster" ]; then
-        sh scripts/pg-cluster.sh stop "$cluster"
+    if [ -n "$scratch" ]; then
+        sh scripts/pg-cluster.sh stop "$scratch/cluster"
+        rmdir "$scratch" 2>/dev/null || true
     fi
 }
 trap stop_cluster EXIT INT TERM
 
 pg_url=${QUIPU_TEST_DB:-}
 if [ -z "$pg_url" ]; then
-    cluster=$(mktemp -d /tmp/quipu-pg.XXXXXX)
-    if ! pg_url=$(sh scripts/pg-cluster.sh start "$cluster/cluster"); then
-        cluster="$cluster/cluster"
+    scratch=$(mktemp -d /tmp/quipu-pg.XXXXXX)
+    chmod 711 "$scratch"  # the server runs as postgres when we are root: it must reach its directory
+    if ! pg_url=$(sh scripts/pg-cluster.sh start "$scratch/cluster"); then
         if [ "${CI:-}" = "true" ]; then
             echo "== PostgreSQL half: no throw-away cluster could be started, and CI=true makes that a failure" >&2
             exit 1
@@ -41,7 +42,6 @@ if [ -z "$pg_url" ]; then
         echo "== PostgreSQL half SKIPPED: no throw-away cluster could be started (install PostgreSQL, or set QUIPU_TEST_DB)" >&2
         exit $sqlite_status
     fi
-    cluster="$cluster/cluster"
 fi
 
 echo "== the suite on PostgreSQL ($pg_url)" >&2

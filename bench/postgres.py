@@ -124,9 +124,9 @@ class Explained:
 def explain(kb: Any, text: str) -> Explained:
     """PostgreSQL's EXPLAIN ANALYZE of the one statement quipu runs for ``text`` (current state,
     default graph), on a read snapshot with the same budgets and bind parameters as a query."""
-    from quipu.sparql import budget as budgets
     from quipu.sparql.compiler import Unsupported
     from quipu.sparql.engine import _cached_plan, _compile, _dataset_scope, prepare
+    from quipu.store import budget as budgets
     from quipu.store.views import TemporalView
 
     db = kb.db

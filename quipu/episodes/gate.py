@@ -16,7 +16,8 @@ from quipu.episodes.iris import PROV
 from quipu.errors import ShaclViolation
 from quipu.shacl import registry
 from quipu.shacl.gate import HINT, check_vocabulary, gate_report
-from quipu.store.database import Database, WriteContext
+from quipu.store.context import WriteContext
+from quipu.store.database import Database
 
 # Quipu's own provenance scaffolding, typed by every episode: never a vocabulary question.
 _SCAFFOLDING = frozenset({URIRef(PROV + "Activity"), RDF.Statement})

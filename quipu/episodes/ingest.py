@@ -11,21 +11,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from sqlalchemy import bindparam, select
-
 from quipu import times
 from quipu.episodes.build import Built, Episode, build
 from quipu.errors import UnknownGraph, WriteRefused
 from quipu.identity import Authenticated
 from quipu.store import values
-from quipu.store.database import Database, WriteContext
-from quipu.store.events import EpisodeMark, Refusal
+from quipu.store.context import EpisodeMark, Refusal, WriteContext
+from quipu.store.database import Database
 from quipu.store.ownership import plan_source
-from quipu.store.schema import META_IRI, OP_ASSERT, ROOT, ROOT_IRI, facts
+from quipu.store.schema import META_IRI, ROOT, ROOT_IRI
 from quipu.store.writes import (
     assert_rows,
     close_claims,
     grouped_rows,
+    live_value,
     open_transaction,
     register_graph_in,
     resolve_target_graph,
@@ -74,26 +73,16 @@ def destination_graph(db: Database, ctx: WriteContext, iri: str | None, actor: s
         return register_graph_in(db, ctx, iri, actor=actor)[0]
 
 
-_c = facts.c
-_LIVE_VALUE = (
-    select(_c.v)
-    .where(_c.g == bindparam("g"), _c.e == bindparam("e"), _c.a == bindparam("a"))
-    .where(_c.op == OP_ASSERT, _c.valid_to.is_(None))
-    .limit(1)
-)
-
-
 def stored_hash(db: Database, ctx: WriteContext, g: int, built: Built, base_ns: str) -> str | None:
     """The activity's current ``aegis:contentHash`` in ``g`` (DM §9.4), or None."""
     predicate = base_ns + "contentHash"
     ids = db.terms.lookup_in(ctx, (built.activity, predicate))
     if built.activity not in ids or predicate not in ids:
         return None
-    params = {"g": g, "e": ids[built.activity], "a": ids[predicate]}
-    row = ctx.dialect.prepared(_LIVE_VALUE).run(ctx.conn, params).fetchone()
-    if row is None:
+    stored = live_value(ctx, g, ids[built.activity], ids[predicate])
+    if stored is None:
         return None
-    decoded = values.decode(bytes(row[0]))
+    decoded = values.decode(stored)
     return str(decoded.value) if decoded.kind == "str" else None
 
 

@@ -11,6 +11,11 @@ RDF: Final = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
 RDFS: Final = "http://www.w3.org/2000/01/rdf-schema#"
 PROV: Final = "http://www.w3.org/ns/prov#"
 QUIPU: Final = "https://quipu.dev/ontology/"
+# Where episode IRIs are minted by default; must equal the default of ``Settings.base_ns`` (a
+# test keeps them together).
+DEFAULT_BASE_NS: Final = "http://aegis.gastown.local/ontology/"
+QUECHUA_GROUP_ID: Final = "https://scbrown.github.io/quechua/ns#groupId"
+PROV_WAS_GENERATED_BY: Final = PROV + "wasGeneratedBy"
 # The prefixes an edge relation may use verbatim (DM §9.2).
 DECLARED: Final[dict[str, str]] = {
     "rdf": RDF,
@@ -25,6 +30,11 @@ DECLARED: Final[dict[str, str]] = {
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 _FULL_IRI_FORBIDDEN = re.compile(r'[<>" ]')
 _FNV_OFFSET, _FNV_PRIME, _MASK = 0xCBF29CE484222325, 0x100000001B3, (1 << 64) - 1
+
+
+def group_predicates(base_ns: str) -> tuple[str, str]:
+    """The two spellings of the group-id predicate on an episode activity (DM §9.3)."""
+    return base_ns + "groupId", QUECHUA_GROUP_ID
 
 
 def sanitize(text: str) -> str:

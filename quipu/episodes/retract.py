@@ -10,16 +10,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final, Literal, cast
 
-from sqlalchemy import select
-
 from quipu import times
 from quipu.episodes.build import SOURCE_PREFIX
 from quipu.errors import InvalidField, MissingField, WriteRefused
 from quipu.identity import Authenticated
 from quipu.store import values
-from quipu.store.database import Database, WriteContext
-from quipu.store.ownership import RDF_TYPE, RDFS_LABEL, Orphan, identity_orphans, owned_claims
-from quipu.store.schema import ROOT, transactions
+from quipu.store.context import WriteContext
+from quipu.store.database import Database
+from quipu.store.ownership import (
+    RDF_TYPE,
+    RDFS_LABEL,
+    Orphan,
+    graphs_written_by,
+    identity_orphans,
+    owned_claims,
+)
 from quipu.store.writes import close_claims, open_transaction
 
 Policy = Literal["preserve", "refuse", "allow"]
@@ -74,32 +79,26 @@ def _plan(db: Database, ctx: WriteContext, g: int, source: str, policy: Policy) 
     return _GraphPlan(g, {s: ids for s, ids in claims.items() if not kept(s)}, preserved, orphans)
 
 
-def _graphs(ctx: WriteContext, source: str) -> list[int]:
-    """Graphs the episode's transactions wrote, ROOT first then ascending id."""
-    t = transactions.c
-    rows = ctx.conn.execute(select(t.graph).distinct().where(t.source == source))
-    return sorted({int(r.graph or ROOT) for r in rows})
-
-
 def _statement_json(s: _Statement, iri_of: dict[int, str]) -> dict[str, Any]:
     return {"entity": iri_of[s[0]], "predicate": iri_of[s[1]], "value": values.to_json(s[2], iri_of)}
 
 
 def retract_episode(
     db: Database,
-    name: str,
+    episode: str,
     *,
     on_orphan: str | None = None,
     timestamp: str | None = None,
     actor: str | None = None,
     auth: Authenticated | None = None,
 ) -> dict[str, Any]:
-    """Close every live claim of ``episode:<name>`` (tools-core §3.8) under an orphan policy."""
+    """Close every live claim of ``episode:<episode>`` (tools-core §3.8) under an orphan policy."""
+    name = episode
     policy = orphan_policy(on_orphan)
     ts = times.normalise_timestamp(timestamp)
     source = SOURCE_PREFIX + name
     with db.write(auth) as ctx:
-        plans = [_plan(db, ctx, g, source, policy) for g in _graphs(ctx, source)]
+        plans = [_plan(db, ctx, g, source, policy) for g in graphs_written_by(ctx, source)]
         ids: set[int] = set()
         for p in plans:
             for e, a, v in [*p.close, *p.preserved]:

@@ -12,9 +12,6 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from quipu.shacl import registry
-from quipu.store.database import Database
-
 _LOCAL = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
 
@@ -67,11 +64,3 @@ class PrefixMap:
 
 
 EMPTY = PrefixMap()
-
-
-def loaded_prefixes(db: Database) -> PrefixMap:
-    """The prefix map of the currently open shape sets (each set's declarations, by name)."""
-    sets = registry.current(db)
-    if not sets:
-        return EMPTY
-    return PrefixMap.from_declarations(s.prefixes for s in sets)

@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Collection, Iterable
 from typing import Any
 
 from fastapi import Request
@@ -21,7 +21,15 @@ from quipu.errors import UnknownField
 IGNORED_HEADER = "X-Quipu-Ignored-Fields"
 
 
-class Annotating(BaseModel):
+class Body(BaseModel):
+    """A request body: its declared fields go on to a service as keyword arguments."""
+
+    def fields(self, *, exclude: Collection[str] = ()) -> dict[str, Any]:
+        """The declared fields by name, nested models as plain data; unknown keys are left out."""
+        return self.model_dump(include=set(type(self).model_fields).difference(exclude))
+
+
+class Annotating(Body):
     """A request body whose unknown keys are reported, not refused. Types are strict JSON."""
 
     model_config = ConfigDict(extra="allow", strict=True)
@@ -41,7 +49,7 @@ class Annotating(BaseModel):
         return {IGNORED_HEADER: json.dumps(ignored)} if ignored else {}
 
 
-class Strict(BaseModel):
+class Strict(Body):
     """A request body that refuses unknown keys and wrong JSON types."""
 
     model_config = ConfigDict(extra="forbid", strict=True)

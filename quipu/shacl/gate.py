@@ -22,8 +22,8 @@ from quipu.shacl import registry
 from quipu.shacl.rdf import parse_graph
 from quipu.shacl.validate import Issue, Report, issues_of, run_report, validate
 from quipu.store import values
+from quipu.store.context import QueuedEvent
 from quipu.store.database import Database
-from quipu.store.events import QueuedEvent
 from quipu.store.schema import ROOT, facts
 from quipu.store.views import TemporalView
 

@@ -23,10 +23,11 @@ from sqlalchemy import ColumnElement, Connection, and_, insert, or_, select, upd
 
 from quipu import times
 from quipu.errors import InvalidField, MissingField, NotFound, RdfParseError
+from quipu.rdfio.curie import EMPTY, PrefixMap
 from quipu.shacl.rdf import parse_graph
 from quipu.shacl.validate import normalise_shapes, prepare
-from quipu.store.database import Database, WriteContext
-from quipu.store.events import QueuedEvent
+from quipu.store.context import QueuedEvent, WriteContext
+from quipu.store.database import Database
 from quipu.store.schema import shapes as shapes_table
 
 # Shapes annotated with this predicate and the literal "emit" report but do not gate writes.
@@ -210,6 +211,14 @@ def open_sets(
 def current(db: Database) -> list[ShapeSet]:
     with db.read() as conn:
         return open_sets(conn)
+
+
+def loaded_prefixes(db: Database) -> PrefixMap:
+    """The CURIE prefix map of the currently open shape sets (each set's declarations, by name)."""
+    sets = current(db)
+    if not sets:
+        return EMPTY
+    return PrefixMap.from_declarations(s.prefixes for s in sets)
 
 
 def get(db: Database, name: str | None) -> ShapeSet:

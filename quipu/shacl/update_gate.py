@@ -18,8 +18,8 @@ from rdflib.term import Node
 
 from quipu.shacl import registry
 from quipu.shacl.gate import add_store_types, check_vocabulary, gate_report, referenced_iris, shacl_refusal
-from quipu.store.database import Database, WriteContext
-from quipu.store.events import Refusal
+from quipu.store.context import Refusal, WriteContext
+from quipu.store.database import Database
 from quipu.store.schema import ROOT, ROOT_IRI
 
 Triple = tuple[Node, Node, Node]

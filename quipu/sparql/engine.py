@@ -27,12 +27,12 @@ from rdflib.term import Node
 from sqlalchemy import Connection
 
 from quipu.errors import InvalidField, QueryError
-from quipu.sparql import budget as budgets
 from quipu.sparql import subplans
 from quipu.sparql.cells import BNODE, LITERAL, URI, Cell, from_node, iri_cell, literal_cell, to_node
 from quipu.sparql.compiler import Compiled, Unsupported, compile_query
 from quipu.sparql.parse_lock import SPARQL_PARSE_LOCK
 from quipu.sparql.tree import leaves, walk
+from quipu.store import budget as budgets
 from quipu.store import values
 from quipu.store.database import Database
 from quipu.store.dialect import Prepared
@@ -197,7 +197,7 @@ def run_query(
     """Evaluate ``text`` at the read point; results are fully materialised in one snapshot.
 
     ``timeout_ms`` and ``max_join_rows`` are the query's budgets (None or 0: unlimited), enforced
-    as ``quipu.sparql.budget`` describes: QueryTimeout (408) and ResultTooLarge (422).
+    as ``quipu.store.budget`` describes: QueryTimeout (408) and ResultTooLarge (422).
 
     The query is compiled to one SQL statement when the compiler handles it (``compiled=False``
     forces rdflib's evaluator, for comparison); ``QueryResult.plan`` says which path ran.

@@ -64,7 +64,8 @@ from quipu.shacl.update_gate import GraphDelta, check_update
 from quipu.sparql.parse_lock import SPARQL_PARSE_LOCK
 from quipu.sparql.tree import has_path, walk
 from quipu.store import values
-from quipu.store.database import Database, WriteContext
+from quipu.store.context import WriteContext
+from quipu.store.database import Database
 from quipu.store.rdf_terms import TermMaker
 from quipu.store.rdflib_store import ReadOnlyStore
 from quipu.store.reads import named_graph_ids, statement_rows

@@ -5,9 +5,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from alembic import command
 from alembic.config import Config
@@ -20,13 +19,11 @@ from sqlalchemy.pool import StaticPool
 
 from quipu.errors import ConfigError, WriteRefused
 from quipu.identity import Authenticated
+from quipu.store.context import WriteContext, head_tx
 from quipu.store.dialect import Dialect, PostgresDialect, SqliteDialect, SqliteTuning
-from quipu.store.events import EpisodeMark, QueuedEvent, Refusal, emit, record_refusal
+from quipu.store.events import SeenTerms, emit, record_refusal
 from quipu.store.stage import forget_temp_tables
 from quipu.store.terms import TermDictionary
-
-if TYPE_CHECKING:
-    from quipu.store.writes import TxInfo
 
 
 def migrations_dir() -> Path:
@@ -98,28 +95,6 @@ def check_location(location: str) -> None:
         raise ConfigError(f"cannot create store {location!r}: its directory does not exist")
 
 
-@dataclass
-class WriteContext:
-    """One open write transaction. Terms interned here join the cache only after commit."""
-
-    conn: Connection
-    dialect: Dialect
-    pending_terms: dict[str, int] = field(default_factory=dict)
-    auth: Authenticated | None = None  # recorded in transaction_auth for every transaction opened
-    advisories: list[QueuedEvent] = field(default_factory=list)  # queued by gates, emitted at commit
-    transactions: list[TxInfo] = field(default_factory=list)  # opened here, in order (events)
-    episode: EpisodeMark | None = None  # the episode being written, for episode.ingested
-    refusal: Refusal | None = None  # set while a gate runs: a WriteRefused then is its refusal
-    schema_terms: list[tuple[str, str]] = field(default_factory=list)  # first seen here (events)
-
-    @contextmanager
-    def gate(self, refusal: Refusal) -> Iterator[None]:
-        """Run a write gate: a ``WriteRefused`` it raises is recorded as ``write.refused``."""
-        self.refusal = refusal
-        yield
-        self.refusal = None
-
-
 class Database:
     """A store on disk or in memory: one writer connection and a pool of readers."""
 
@@ -137,8 +112,7 @@ class Database:
             self.dialect = SqliteDialect(tuning or SqliteTuning(), memory=backend.memory)
             self._open_sqlite(backend.url, readers)
         self.terms = TermDictionary()
-        # (kind, term) pairs known to be in schema_terms: only ever grows, so never stale.
-        self.schema_terms_seen: set[tuple[str, str]] = set()
+        self.schema_terms_seen: SeenTerms = set()
         try:
             self.upgrade()
             if self.dialect.prepares:
@@ -239,11 +213,11 @@ class Database:
                     self.dialect.begin_write(conn)
                     yield ctx
                     if ctx.transactions or ctx.advisories:
-                        emit(self, ctx)
+                        emit(ctx, self.terms, self.schema_terms_seen)
             except BaseException as exc:
                 forget_temp_tables(conn)
                 if ctx.refusal is not None and isinstance(exc, WriteRefused):
-                    record_refusal(self, conn, ctx.refusal, exc.message)
+                    record_refusal(conn, self.dialect, ctx.refusal, exc.message)
                 raise
             self.terms.remember(ctx.pending_terms)
             self.schema_terms_seen.update(ctx.schema_terms)
@@ -263,8 +237,7 @@ class Database:
 
     def head_tx(self, conn: Connection) -> int:
         """The latest committed transaction id (0 for an empty store)."""
-        value = conn.exec_driver_sql("SELECT MAX(id) FROM transactions").scalar()
-        return int(value or 0)
+        return head_tx(conn)
 
     def close(self) -> None:
         try:

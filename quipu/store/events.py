@@ -15,8 +15,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import (
     CompoundSelect,
@@ -31,10 +30,13 @@ from sqlalchemy import (
 )
 
 from quipu import times
+from quipu.store.context import Refusal, TxInfo, WriteContext, head_tx
+from quipu.store.dialect import Dialect
 from quipu.store.schema import ROOT, ROOT_IRI, events, facts, graphs, schema_terms
+from quipu.store.terms import TermDictionary
 
-if TYPE_CHECKING:
-    from quipu.store.database import Database, WriteContext
+# (kind, term) pairs known to be in schema_terms: only ever grows, so never stale.
+SeenTerms = set[tuple[str, str]]
 
 SCHEMA = "quipu.event/v1"
 RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
@@ -42,45 +44,6 @@ EPISODE_SOURCE = "episode:"
 REASON_LIMIT = 500
 
 log = logging.getLogger("quipu.events")
-
-
-@dataclass(frozen=True)
-class QueuedEvent:
-    """An event queued during a write: a gate's advisory (``shacl.violation`` from an "emit"
-    shape) or a registry change (``shapes.loaded``).
-
-    Appended after the write's semantic events, in the same transaction; lost with it on rollback.
-    ``ts`` defaults to the write's declared timestamp.
-    """
-
-    type: str
-    subject: str | None
-    payload: dict[str, Any] = field(default_factory=dict)
-    ts: str | None = None
-
-
-@dataclass(frozen=True)
-class Refusal:
-    """What a gate is checking, kept on the write context while it runs (``WriteContext.gate``).
-
-    A ``WriteRefused`` raised while it is set is that gate's refusal, recorded as ``write.refused``.
-    """
-
-    gate: str
-    graph: str | None  # the destination graph IRI; None for ROOT
-    actor: str | None
-    source: str | None
-    datums: int  # statements the refused write carried
-    timestamp: str | None = None
-
-
-@dataclass(frozen=True)
-class EpisodeMark:
-    """Set by the episode writer: the activity node and group of the episode being written."""
-
-    name: str
-    activity: str
-    group_id: str | None
 
 
 # Logical transitions of one ROOT transaction, in physical write order (DM §11.1).
@@ -154,29 +117,32 @@ def _row(
     return (kind, ts, subject, group, tx, json.dumps(payload, ensure_ascii=False, separators=(",", ":")))
 
 
-def emit(db: Database, ctx: WriteContext) -> None:
+def emit(ctx: WriteContext, terms: TermDictionary, seen: SeenTerms) -> None:
     """Append the events of the writes made in ``ctx`` (called just before the commit)."""
     first_tx = min((tx.id for tx in ctx.transactions), default=0)
     for tx in ctx.transactions:
         if tx.graph == ROOT:
-            _emit_root(db, ctx, tx.id, tx.timestamp, tx.source, first_tx)
+            _emit_root(ctx, terms, seen, tx, first_tx)
     if ctx.advisories:
-        tx_id = ctx.transactions[-1].id if ctx.transactions else db.head_tx(ctx.conn)
+        tx_id = ctx.transactions[-1].id if ctx.transactions else head_tx(ctx.conn)
         ts = ctx.transactions[-1].timestamp if ctx.transactions else times.now()
         group = ctx.episode.group_id if ctx.episode is not None else None
         rows = [_row(a.type, a.ts or ts, a.subject, group, tx_id, a.payload) for a in ctx.advisories]
         ctx.dialect.insert_tuples(ctx.conn, events, _EVENT_COLUMNS, rows)
 
 
-def _emit_root(db: Database, ctx: WriteContext, tx: int, ts: str, source: str | None, first_tx: int) -> None:
+def _emit_root(
+    ctx: WriteContext, terms: TermDictionary, seen_terms: SeenTerms, info: TxInfo, first_tx: int
+) -> None:
     """Events of one ROOT transaction, in the order of DM §11.1, in bounded batches.
 
     Pass one reads the transitions for the count, the new schema terms and the touched subjects
     (ids only); a large transaction then reads its edges in a second pass, so a bulk load of a
     million statements never holds its events in memory at once. A small one keeps its rows.
     """
+    tx, ts, source = info.id, info.timestamp, info.source
     conn, prepared = ctx.conn, ctx.dialect.prepared
-    rdf_type = db.terms.lookup_in(ctx, (RDF_TYPE,)).get(RDF_TYPE)
+    rdf_type = terms.lookup_in(ctx, (RDF_TYPE,)).get(RDF_TYPE)
     count = 0
     asserted: dict[tuple[bool, int], None] = {}  # (is type, term id) in first-appearance order
     touched: dict[int, None] = {}
@@ -208,7 +174,7 @@ def _emit_root(db: Database, ctx: WriteContext, tx: int, ts: str, source: str | 
         name = source[len(EPISODE_SOURCE) :]
         subject = mark.activity if mark is not None and mark.name == name else None
         add("episode.ingested", subject, {"name": name, "facts": count})
-    for kind, term in _new_schema_terms(db, ctx, list(asserted)):
+    for kind, term in _new_schema_terms(ctx, terms, seen_terms, list(asserted)):
         out.first_of(_row(f"{kind}.new", ts, term, group, tx, {f"{kind}_iri": term}), kind, term)
 
     new_terms = set(ctx.pending_terms.values())
@@ -216,7 +182,7 @@ def _emit_root(db: Database, ctx: WriteContext, tx: int, ts: str, source: str | 
     if kept is not None:  # one look-up for every subject and object
         candidates = set(touched) | {ref for _op, _e, _a, ref in kept}
         seen = _seen_before(ctx, candidates - new_terms, before)
-        iri = db.terms.iris_in(ctx, candidates | {a for _op, _e, a, _r in kept})
+        iri = terms.iris_in(ctx, candidates | {a for _op, _e, a, _r in kept})
         for e in touched:
             add("entity.updated" if e in seen else "entity.added", iri[e], {})
         _add_edges(add, kept, iri, seen, seen)
@@ -227,7 +193,7 @@ def _emit_root(db: Database, ctx: WriteContext, tx: int, ts: str, source: str | 
     for i in range(0, len(subjects), _BATCH):
         chunk = subjects[i : i + _BATCH]
         seen |= _seen_before(ctx, set(chunk) - new_terms, before)
-        iri = db.terms.iris_in(ctx, chunk)
+        iri = terms.iris_in(ctx, chunk)
         for e in chunk:
             add("entity.updated" if e in seen else "entity.added", iri[e], {})
         out.flush()
@@ -237,7 +203,7 @@ def _emit_root(db: Database, ctx: WriteContext, tx: int, ts: str, source: str | 
         objects = {ref for _op, _e, _a, ref in edges} - new_terms
         known = {r for r in objects if r in touched}
         object_seen = (seen & known) | _seen_before(ctx, objects - known, before)
-        iri = db.terms.iris_in(ctx, {t for _op, e, a, ref in edges for t in (e, a, ref)})
+        iri = terms.iris_in(ctx, {t for _op, e, a, ref in edges for t in (e, a, ref)})
         _add_edges(add, edges, iri, seen, object_seen)
         out.flush()
 
@@ -288,22 +254,22 @@ class _Pending:
 
 
 def _new_schema_terms(
-    db: Database, ctx: WriteContext, asserted: list[tuple[bool, int]]
+    ctx: WriteContext, terms: TermDictionary, seen: SeenTerms, asserted: list[tuple[bool, int]]
 ) -> list[tuple[str, str]]:
     """(kind, term) seen for the first time in the store's life, in first-appearance order."""
     if not asserted:
         return []
-    iri = db.terms.iris_in(ctx, {tid for _is_type, tid in asserted})
+    iri = terms.iris_in(ctx, {tid for _is_type, tid in asserted})
     wanted = [("type" if is_type else "predicate", iri[tid]) for is_type, tid in asserted]
-    unknown = [key for key in wanted if key not in db.schema_terms_seen]
+    unknown = [key for key in wanted if key not in seen]
     if not unknown:
         return []
-    terms = sorted({term for _kind, term in unknown})
+    names = sorted({term for _kind, term in unknown})
     known: set[tuple[str, str]] = set()
-    for width, params in _padded(terms, "t", ""):
+    for width, params in _padded(names, "t", ""):
         rows = ctx.dialect.prepared(_KNOWN[width]).run(ctx.conn, params)
         known.update((str(kind), str(term)) for term, kind in rows)
-    db.schema_terms_seen.update(known)  # committed long ago: safe to remember now
+    seen.update(known)  # committed long ago: safe to remember now
     fresh = [key for key in unknown if key not in known]
     ctx.schema_terms.extend(fresh)  # remembered after the commit
     return fresh
@@ -317,17 +283,17 @@ def _seen_before(ctx: WriteContext, ids: set[int], tx: int) -> set[int]:
     return found
 
 
-def record_refusal(db: Database, conn: Connection, refusal: Refusal, reason: str) -> None:
+def record_refusal(conn: Connection, dialect: Dialect, refusal: Refusal, reason: str) -> None:
     """Append ``write.refused`` after the refused write rolled back; never masks the refusal."""
     try:
         with conn.begin():
-            db.dialect.begin_write(conn)
+            dialect.begin_write(conn)
             row = _row(
                 "write.refused",
                 refusal.timestamp or times.now(),
                 refusal.graph or ROOT_IRI,
                 None,
-                db.head_tx(conn),
+                head_tx(conn),
                 {
                     "gate": refusal.gate,
                     "graph": refusal.graph or ROOT_IRI,

@@ -16,7 +16,8 @@ from quipu import times
 from quipu.errors import InvalidField, WriteRefused
 from quipu.identity import Authenticated
 from quipu.store import values
-from quipu.store.database import Database, WriteContext
+from quipu.store.context import WriteContext
+from quipu.store.database import Database
 from quipu.store.schema import OP_ASSERT, ROOT, ROOT_IRI, facts, transactions
 from quipu.store.writes import close_claims, open_transaction, resolve_target_graph
 
@@ -130,6 +131,13 @@ def identity_orphans(
         if lost_label or lost_type:
             out[e] = Orphan(e, lost_label, lost_type)
     return out
+
+
+def graphs_written_by(ctx: WriteContext, source: str) -> list[int]:
+    """The graphs the transactions of ``source`` wrote, ROOT first, then by ascending id."""
+    t = transactions.c
+    rows = ctx.conn.execute(select(t.graph).distinct().where(t.source == source))
+    return sorted({int(r.graph or ROOT) for r in rows})
 
 
 def plan_source(db: Database, ctx: WriteContext, g: int, source: str) -> SourcePlan:

@@ -17,7 +17,7 @@ from rdflib.term import Node
 from sqlalchemy import Connection, func, select
 
 from quipu.errors import BadLiteral, Forbidden
-from quipu.sparql import budget as budgets
+from quipu.store import budget as budgets
 from quipu.store import values
 from quipu.store.database import Database
 from quipu.store.rdf_terms import TermMaker

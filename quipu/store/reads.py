@@ -9,11 +9,12 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, func, or_, select
 
 from quipu.errors import InvalidField, NotFound
 from quipu.store import values
 from quipu.store.database import Database
+from quipu.store.events import read_events
 from quipu.store.schema import (
     META_IRI,
     OP_ASSERT,
@@ -77,6 +78,37 @@ def statement_rows(
     return [(int(row[0]), int(row[1]), bytes(row[2])) for row in conn.execute(query)]
 
 
+def subject_statement_rows(
+    conn: Connection, view: TemporalView, subject: int
+) -> list[tuple[int, int, bytes]]:
+    """The visible statements whose subject is the term ``subject``."""
+    return statement_rows(conn, view, [facts.c.e == subject])
+
+
+def group_statement_rows(
+    conn: Connection,
+    view: TemporalView,
+    *,
+    group_predicates: Iterable[int],
+    group_id: str,
+    generated_by: int | None,
+) -> list[tuple[int, int, bytes]]:
+    """Visible statements about the subjects whose value under one of ``group_predicates`` is the
+    string ``group_id`` (episode activities, DM §9.3), and about the subjects linked to one of
+    them by ``generated_by`` (the entities those activities generated)."""
+    enc = values.string(group_id)
+    act = facts.alias("act")
+    members = select(act.c.e).where(
+        view.where(act), act.c.a.in_(list(group_predicates)), act.c.vh == values.digest(enc), act.c.v == enc
+    )
+    subjects: list[Any] = [facts.c.e.in_(members)]
+    if generated_by is not None:
+        gen = facts.alias("gen")
+        generated = select(gen.c.e).where(view.where(gen), gen.c.a == generated_by, gen.c.v_ref.in_(members))
+        subjects.append(facts.c.e.in_(generated))
+    return statement_rows(conn, view, [or_(*subjects)])
+
+
 def statement_ids(rows: Iterable[tuple[int, int, bytes]]) -> set[int]:
     ids: set[int] = set()
     for e, a, v in rows:
@@ -86,6 +118,12 @@ def statement_ids(rows: Iterable[tuple[int, int, bytes]]) -> set[int]:
         if ref is not None:
             ids.add(ref)
     return ids
+
+
+def events(db: Database, *, after: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
+    """Semantic events after an offset, oldest first, in the wire envelope (DM §11.1)."""
+    with db.read() as conn:
+        return read_events(conn, after=after, limit=limit)
 
 
 # -- cord ------------------------------------------------------------------------------------

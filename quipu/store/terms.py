@@ -19,7 +19,7 @@ from quipu.store.schema import terms
 from quipu.store.stage import fill, term_stage
 
 if TYPE_CHECKING:
-    from quipu.store.database import WriteContext
+    from quipu.store.context import WriteContext
 
 _CHUNK = 500  # bound parameters per IN (...) lookup; well under SQLite's limit
 _BULK = 2_000  # above this many unknown IRIs, resolve them set-wise through a staged table

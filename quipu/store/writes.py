@@ -37,7 +37,8 @@ from quipu import times
 from quipu.errors import InvalidField, NotFound, UnknownGraph, WriteRefused
 from quipu.identity import Authenticated
 from quipu.store import values
-from quipu.store.database import Database, WriteContext
+from quipu.store.context import TxInfo, WriteContext
+from quipu.store.database import Database
 from quipu.store.schema import (
     META_IRI,
     OP_ASSERT,
@@ -64,14 +65,6 @@ WriteCheck = Callable[["WriteContext", int], None]
 
 def _silent(phase: str, done: int, total: int) -> None:
     return None
-
-
-@dataclass(frozen=True, slots=True)
-class TxInfo:
-    id: int
-    timestamp: str
-    source: str | None
-    graph: int
 
 
 @dataclass(frozen=True)
@@ -443,6 +436,21 @@ def _live_values(conn: Connection, g: int, e: int, a: int | None = None) -> list
     return [(int(r.a), bytes(r.v)) for r in conn.execute(query)]
 
 
+_ONE_LIVE_VALUE = (
+    select(facts.c.v)
+    .where(facts.c.g == bindparam("g"), facts.c.e == bindparam("e"), facts.c.a == bindparam("a"))
+    .where(facts.c.op == OP_ASSERT, facts.c.valid_to.is_(None))
+    .limit(1)
+)
+
+
+def live_value(ctx: WriteContext, g: int, e: int, a: int) -> bytes | None:
+    """One current value of (e, a) in graph ``g`` inside a write, or None (a prepared probe: the
+    episode writer asks it on every write)."""
+    row = ctx.dialect.prepared(_ONE_LIVE_VALUE).run(ctx.conn, {"g": g, "e": e, "a": a}).fetchone()
+    return None if row is None else bytes(row[0])
+
+
 # -- public write operations ---------------------------------------------------------------
 
 
@@ -504,9 +512,9 @@ def _entity_id(db: Database, ctx: WriteContext, iri: str, field: str = "entity")
 def retract(
     db: Database,
     entity: str,
-    *,
     predicate: str | None = None,
     value: object = None,
+    *,
     timestamp: str | None = None,
     actor: str | None = None,
     source: str | None = None,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+from typing import NotRequired, TypedDict, Unpack
 
 from quipu.errors import InvalidField, MissingField
 
@@ -74,22 +75,28 @@ def _in_range(name: str, value: int, low: int, high: int, what: str, reason: str
         raise InvalidField(f"'{name}' must be {what}; got {value}", field=name, reason=reason)
 
 
-def check_part(
-    *,
-    upload_id: str,
-    snapshot: str,
-    content_hash: str,
-    part_hash: str,
-    payload: str,
-    part_number: int,
-    total_parts: int,
-    total_bytes: int,
-    timestamp: str | None = None,
-    actor: str | None = None,
-    source: str | None = None,
-    graph: str | None = None,
-) -> Part:
+class StageFields(TypedDict):
+    """The fields of one stage request (the body of ``POST /knot/stage``)."""
+
+    upload_id: str
+    snapshot: str
+    content_hash: str
+    part_hash: str
+    payload: str
+    part_number: int
+    total_parts: int
+    total_bytes: int
+    timestamp: NotRequired[str | None]  # transaction time used at promotion (empty = then)
+    actor: NotRequired[str | None]
+    source: NotRequired[str | None]
+    graph: NotRequired[str | None]
+
+
+def check_part(**fields: Unpack[StageFields]) -> Part:
     """Validate one stage request in the order of §3.2's error list; raises a 400 on the first fault."""
+    upload_id, snapshot, content_hash = fields["upload_id"], fields["snapshot"], fields["content_hash"]
+    part_hash, payload, part_number = fields["part_hash"], fields["payload"], fields["part_number"]
+    total_parts, total_bytes = fields["total_parts"], fields["total_bytes"]
     for name, value in (
         ("upload_id", upload_id),
         ("snapshot", snapshot),
@@ -132,9 +139,9 @@ def check_part(
         content_hash=content_hash,
         total_parts=total_parts,
         total_bytes=total_bytes,
-        timestamp=timestamp or "",
-        actor=actor,
-        source=source,
-        graph=graph,
+        timestamp=fields.get("timestamp") or "",
+        actor=fields.get("actor"),
+        source=fields.get("source"),
+        graph=fields.get("graph"),
     )
     return Part(upload_id, manifest, part_number, part_hash, data)

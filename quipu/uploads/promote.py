@@ -31,9 +31,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from quipu.documents.knot import response_body
 from quipu.errors import BadRequest, InvalidField, MissingField, QuipuError, ShaclViolation
 from quipu.identity import Authenticated
-from quipu.rdfio.ingest import response_body
 from quipu.store.database import Database
 from quipu.store.writes import KnotResult
 from quipu.uploads import records

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Unpack
 
 from quipu.identity import Authenticated
 from quipu.store.database import Database
@@ -30,43 +30,23 @@ class Uploads:
     def now(self) -> int:
         return int(self.clock())
 
-    def stage(
-        self,
-        *,
-        upload_id: str,
-        snapshot: str,
-        content_hash: str,
-        part_hash: str,
-        payload: str,
-        part_number: int,
-        total_parts: int,
-        total_bytes: int,
-        timestamp: str | None = None,
-        actor: str | None = None,
-        source: str | None = None,
-        graph: str | None = None,
-    ) -> StageResult:
-        """Stage one part; expired uploads are deleted first (§3.2 rule 5)."""
+    def stage(self, **fields: Unpack[manifest.StageFields]) -> StageResult:
+        """Stage one immutable part of a large snapshot upload (tools-core §3.2); no facts change.
+
+        Expired uploads are deleted first (§3.2 rule 5)."""
         now = self.now()
         expire(self.db, now, self.promotions.live())
-        part = manifest.check_part(
-            upload_id=upload_id,
-            snapshot=snapshot,
-            content_hash=content_hash,
-            part_hash=part_hash,
-            payload=payload,
-            part_number=part_number,
-            total_parts=total_parts,
-            total_bytes=total_bytes,
-            timestamp=timestamp,
-            actor=actor,
-            source=source,
-            graph=graph,
-        )
+        part = manifest.check_part(**fields)
         return stage(self.db, part, now)
 
     def promote(self, upload_id: str, *, auth: Authenticated | None = None) -> dict[str, Any]:
-        """Start, or read back, the promotion of ``upload_id`` (expired state is deleted first)."""
+        """Start or read back the atomic promotion of a staged upload (tools-core §3.3); expired
+        state is deleted first.
+
+        Answers ``{"upload_id", "pending": True}`` while it runs in the background, then the
+        ``/knot`` body plus the upload's identity (or the SHACL refusal body); a recorded
+        failure is raised again on every call until it expires.
+        """
         expire(self.db, self.now(), self.promotions.live())
         return self.promotions.promote(upload_id, auth)
 

@@ -11,8 +11,8 @@ import pytest
 from quipu.api import KnowledgeBase
 from quipu.config import load_settings
 from quipu.episodes.gate import EpisodeShaclViolation
+from quipu.episodes.iris import DEFAULT_BASE_NS as NS
 from quipu.errors import InvalidField, ShaclViolation, WriteRefused
-from quipu.rdfio.export import DEFAULT_BASE_NS as NS
 from tests.backends import store_location
 from tests.store import snapshot
 

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from quipu.api import KnowledgeBase
+from quipu.episodes.iris import DEFAULT_BASE_NS as NS
 from quipu.errors import InvalidField, WriteRefused
-from quipu.rdfio.export import DEFAULT_BASE_NS as NS
 from tests.store import count, select, snapshot
 
 PROV = "http://www.w3.org/ns/prov#"

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from quipu.api import KnowledgeBase
+from quipu.episodes.iris import DEFAULT_BASE_NS as NS
 from quipu.episodes.retract import episode_name, orphan_policy
 from quipu.errors import InvalidField, MissingField, WriteRefused
-from quipu.rdfio.export import DEFAULT_BASE_NS as NS
 from tests.store import count, select, snapshot, sql
 
 RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"

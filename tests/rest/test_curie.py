@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import quipu
-from quipu.rdfio.curie import EMPTY, PrefixMap, loaded_prefixes
+from quipu.rdfio.curie import EMPTY, PrefixMap
+from quipu.shacl.registry import loaded_prefixes
 
 EX = "http://ex.org/"
 

@@ -14,8 +14,8 @@ from quipu.rdfio.curie import PrefixMap
 from quipu.rdfio.jsonld import compact_document
 from quipu.rest import negotiation
 from quipu.rest.entity_page import entity_link
-from quipu.rest.routers import reads as read_routes
 from quipu.rest.routers.reads import split_entity_path
+from quipu.shacl import registry
 
 from .support import EX, PREFIXES, RDF_TYPE, RDFS_LABEL, XSD, kb_of, problem, serve
 
@@ -88,7 +88,7 @@ def test_compaction_never_merges_two_keys() -> None:
 def test_entity_route_compacts_with_the_loaded_prefixes(
     client: TestClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(read_routes, "loaded_prefixes", lambda db: PrefixMap({"ex": EX}))
+    monkeypatch.setattr(registry, "loaded_prefixes", lambda db: PrefixMap({"ex": EX}))
     doc = _entity(client, EX + "b")
     assert doc == {"@context": {"ex": EX}, "@id": "ex:b", RDFS_LABEL: "Bee"}
     # The expanded form never compacts.

@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from rdflib import Graph
 
 from quipu.config import Settings
-from quipu.rdfio.export import DEFAULT_BASE_NS, QUECHUA_GROUP_ID
+from quipu.episodes.iris import DEFAULT_BASE_NS, QUECHUA_GROUP_ID
 
 from .support import EX, PREFIXES, kb_of, problem, serve
 

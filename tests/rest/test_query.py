@@ -19,9 +19,9 @@ from rdflib import Graph
 
 import quipu
 from quipu.config import load_settings
-from quipu.rdfio import curie
 from quipu.rdfio.curie import PrefixMap
 from quipu.rest.app import create_app
+from quipu.shacl import registry
 from quipu.sparql import withheld
 from quipu.sparql.cells import BNODE, LITERAL, URI, Cell
 from quipu.sparql.engine import QueryResult
@@ -323,7 +323,7 @@ def test_rule7_inference_in_a_header_on_standard_formats(client: TestClient) -> 
 
 def test_rule8_iris_are_compacted_unless_verbose(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
     prefixes = PrefixMap.from_declarations([{"ex": EX}])
-    monkeypatch.setattr(curie, "loaded_prefixes", lambda db: prefixes)
+    monkeypatch.setattr(registry, "loaded_prefixes", lambda db: prefixes)
     query = P + 'SELECT ?s ?t ?l WHERE { ?s a ?t . BIND("http://ex.org/rex" AS ?l) } ORDER BY ?s LIMIT 1'
     assert _select(client, query)["rows"] == [{"s": "ex:bob", "t": "ex:Animal", "l": "http://ex.org/rex"}]
     assert _select(client, query, verbose=True)["rows"][0]["s"] == f"{EX}bob"

@@ -16,7 +16,7 @@ from quipu.episodes.gate import episode_gate
 from quipu.errors import ShaclViolation
 from quipu.shacl import gate
 from quipu.shacl.update_gate import GraphDelta, check_update
-from quipu.store.events import QueuedEvent
+from quipu.store.context import QueuedEvent
 from quipu.store.schema import ROOT
 from tests.backends import store_location
 

@@ -118,19 +118,9 @@ class RetractEpisodeResponse(BaseModel):
 @router.post("/episode", response_model=EpisodeResponse, response_model_exclude_unset=True)
 def episode(body: EpisodeRequest, kb: KbDep, settings: SettingsDep, auth: AuthDep) -> dict[str, Any]:
     """Ingest named nodes and relation edges as an episode with provenance, idempotent by content."""
-    result = kb.episode(
-        body.name,
-        episode_body=body.episode_body,
-        source=body.source,
-        group_id=body.group_id,
-        nodes=[n.model_dump(exclude_none=True) for n in body.nodes],
-        edges=[e.model_dump() for e in body.edges],
-        graph=body.graph,
-        replace_snapshot=body.replace_snapshot,
-        base_ns=settings.base_ns,
-        shapes=body.shapes,
-        auth=auth,
-    )
+    fields = body.fields(exclude={"nodes"})
+    nodes = [n.model_dump(exclude_none=True) for n in body.nodes]
+    result = kb.episode(**fields, nodes=nodes, base_ns=settings.base_ns, auth=auth)
     return body.annotate(result.as_json())
 
 
@@ -139,15 +129,7 @@ def episodes_complete(
     body: EpisodesCompleteRequest, kb: KbDep, settings: SettingsDep, auth: AuthDep
 ) -> dict[str, Any]:
     """Graphiti-compatible flat ingestion: name, body, group and source become an episode."""
-    result = kb.episodes_complete(
-        body.name,
-        episode_body=body.episode_body,
-        group_id=body.group_id,
-        source_description=body.source_description,
-        timestamp=body.timestamp,
-        base_ns=settings.base_ns,
-        auth=auth,
-    )
+    result = kb.episodes_complete(**body.fields(), base_ns=settings.base_ns, auth=auth)
     return body.annotate(result.as_json())
 
 

@@ -93,16 +93,7 @@ class RejectResponse(BaseModel):
 @router.post("/propose", response_model=ProposeResponse, response_model_exclude_unset=True)
 def propose_schema_change(body: ProposeRequest, kb: KbDep, auth: AuthDep) -> dict[str, Any]:
     """File a schema-change proposal; nothing changes until it is accepted."""
-    filed = kb.propose(
-        body.kind,
-        body.target,
-        body.diff,
-        body.proposer,
-        rationale=body.rationale,
-        trigger_ref=body.trigger_ref,
-        timestamp=body.timestamp,
-        auth=auth,
-    )
+    filed = kb.propose(**body.fields(), auth=auth)
     return body.annotate({"proposal_id": filed.id, "status": filed.status})
 
 
@@ -116,9 +107,7 @@ def list_proposals(body: ProposalsRequest, kb: KbDep) -> dict[str, Any]:
 @router.post("/proposal/accept", response_model=AcceptResponse, response_model_exclude_unset=True)
 def accept_proposal(body: AcceptRequest, kb: KbDep, auth: AuthDep) -> dict[str, Any]:
     """Accept a pending proposal; a shape proposal is validated and installed as a shape set."""
-    decided = kb.accept_proposal(
-        body.id, body.decided_by, note=body.note, timestamp=body.timestamp, auth=auth
-    )
+    decided = kb.accept_proposal(body.id, **body.fields(exclude={"id"}), auth=auth)
     return body.annotate(
         {"proposal_id": decided.id, "status": decided.status, "target": decided.target, "kind": decided.kind}
     )
@@ -127,5 +116,5 @@ def accept_proposal(body: AcceptRequest, kb: KbDep, auth: AuthDep) -> dict[str, 
 @router.post("/proposal/reject", response_model=RejectResponse, response_model_exclude_unset=True)
 def reject_proposal(body: RejectRequest, kb: KbDep, auth: AuthDep) -> dict[str, Any]:
     """Reject a pending proposal, recording the reason."""
-    decided = kb.reject_proposal(body.id, body.decided_by, body.note, timestamp=body.timestamp, auth=auth)
+    decided = kb.reject_proposal(body.id, **body.fields(exclude={"id"}), auth=auth)
     return body.annotate({"proposal_id": decided.id, "status": decided.status, "target": decided.target})

@@ -44,10 +44,10 @@ from quipu.errors import (
     UriTooLong,
     WrongType,
 )
-from quipu.rdfio import curie
 from quipu.rest.deps import KbDep
 from quipu.rest.fields import IGNORED_HEADER, Annotating
 from quipu.rest.problems import PROBLEM_JSON, from_validation
+from quipu.shacl import registry
 from quipu.sparql import withheld
 from quipu.sparql.engine import QueryResult
 from quipu.sparql.quipu_json import result_json
@@ -306,7 +306,7 @@ def _answer(kb: KnowledgeBase, call: _Call, accept: str | None) -> Response:
     )
     media = _standard_format(accept, result.form) if accept else None
     if media is None:
-        out = result_json(result, None if body.verbose else curie.loaded_prefixes(kb.db))
+        out = result_json(result, None if body.verbose else registry.loaded_prefixes(kb.db))
         if call.ignored:
             out["ignored_fields"] = list(call.ignored)
         if inference is not None:

@@ -17,12 +17,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from quipu.api import KnowledgeBase
 from quipu.errors import MissingField
-from quipu.rdfio.curie import loaded_prefixes
 from quipu.rdfio.jsonld import compact_document
 from quipu.rest import entity_page
 from quipu.rest.deps import KbDep, SettingsDep
 from quipu.rest.fields import Annotating, Strict, strict_params
 from quipu.rest.negotiation import preferred
+from quipu.shacl import registry
 
 router = APIRouter(tags=["reads"])
 
@@ -190,12 +190,9 @@ def export(kb: KbDep, settings: SettingsDep, request: Request, body: ExportReque
     fields in `X-Quipu-Ignored-Fields`), or the JSON wrapper when `Accept: application/json`."""
     body = body or ExportRequest()
     requested = body.format if body.format is not None else "turtle"
+    scope = body.fields(exclude={"construct_query", "format"})
     result = kb.export_result(
-        graph=body.graph,
-        group_id=body.group_id,
-        construct=body.construct_query,
-        format=requested,
-        base_ns=settings.base_ns,
+        **scope, construct=body.construct_query, format=requested, base_ns=settings.base_ns
     )
     offers = {"application/json": True, TURTLE: False, NTRIPLES: False}
     if preferred(request.headers.get("accept"), offers, False):
@@ -242,7 +239,7 @@ _COLLAPSED = re.compile(r"^(https?):/(?!/)")
 
 def _entity_document(kb: KnowledgeBase, iri: str, expanded: bool) -> dict[str, Any]:
     doc = kb.entity(iri, expanded=expanded)
-    return doc if expanded else compact_document(doc, loaded_prefixes(kb.db))
+    return doc if expanded else compact_document(doc, registry.loaded_prefixes(kb.db))
 
 
 @router.get(

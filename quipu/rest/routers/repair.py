@@ -52,14 +52,5 @@ class RetractSourceResponse(BaseModel):
 @router.post("/retract/source", response_model=RetractSourceResponse, response_model_exclude_unset=True)
 def retract_source(body: RetractSourceRequest, kb: KbDep, auth: AuthDep) -> dict[str, Any]:
     """Plan, or apply after confirming the planned count, the retraction of one source's live facts."""
-    result = kb.retract_source(
-        body.source or "",
-        body.repair or "",
-        apply=body.apply,
-        expect=body.expect,
-        graph=body.graph,
-        timestamp=body.timestamp,
-        actor=body.actor,
-        auth=auth,
-    )
-    return body.annotate(result)
+    fields = body.fields(exclude={"source", "repair"})
+    return body.annotate(kb.retract_source(body.source or "", body.repair or "", **fields, auth=auth))

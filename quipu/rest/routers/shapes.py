@@ -57,10 +57,10 @@ def shapes(body: ShapesRequest, kb: KbDep) -> dict[str, Any]:
     """Manage stored SHACL shape sets: load, list, get, remove, vocabulary."""
     action = "list" if body.action is None else body.action
     if action == "load":
-        loaded = kb.load_shapes(body.name, body.turtle, timestamp=body.timestamp)  # type: ignore[arg-type]
+        loaded = kb.load_shapes(body.name, body.turtle, timestamp=body.timestamp)
         return body.annotate({"action": "loaded", "name": loaded.name})
     if action == "remove":
-        found = kb.remove_shapes(body.name, timestamp=body.timestamp)  # type: ignore[arg-type]
+        found = kb.remove_shapes(body.name, timestamp=body.timestamp)
         return body.annotate({"action": "removed", "name": body.name, "found": found})
     if action == "get":
         got = registry.get(kb.db, body.name)
@@ -85,5 +85,5 @@ def shapes(body: ShapesRequest, kb: KbDep) -> dict[str, Any]:
 @router.post("/validate", response_model=ValidateResponse, response_model_exclude_unset=True)
 def validate(body: ValidateRequest, kb: KbDep) -> dict[str, Any]:
     """Dry-run SHACL validation of a Turtle document; never writes."""
-    report = kb.validate(body.data, body.shapes, valid_at=body.valid_at, as_of_tx=body.as_of_tx)
+    report = kb.validate(**body.fields())
     return body.annotate(report.as_json())

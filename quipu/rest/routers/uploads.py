@@ -78,7 +78,7 @@ class PromoteRefusal(KnotRefusal):
 @router.post("/knot/stage", response_model=StageResponse)
 def knot_stage(body: StageRequest, kb: KbDep) -> dict[str, Any]:
     """Stage one immutable, numbered part of a large snapshot upload (no facts change)."""
-    return kb.stage_part(**body.model_dump()).as_json()
+    return kb.uploads.stage(**body.fields()).as_json()
 
 
 @router.post(
@@ -88,4 +88,4 @@ def knot_stage(body: StageRequest, kb: KbDep) -> dict[str, Any]:
 )
 def knot_promote(body: PromoteRequest, kb: KbDep, auth: AuthDep) -> dict[str, Any]:
     """Start, or read back, the atomic promotion of a fully staged upload; poll while pending."""
-    return kb.promote(body.upload_id, auth=auth)
+    return kb.uploads.promote(body.upload_id, auth=auth)

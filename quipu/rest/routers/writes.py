@@ -6,13 +6,14 @@ and /set refuse a ``graph`` key (even ``null``) before anything else, since they
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any, ClassVar
 
 from fastapi import APIRouter
 from pydantic import BaseModel, model_validator
 
+from quipu.documents.knot import response_body
 from quipu.errors import InvalidField, ShaclViolation
-from quipu.rdfio import ingest
 from quipu.rest.deps import AuthDep, KbDep
 from quipu.rest.fields import Annotating
 from quipu.rest.routers.shapes import Issue
@@ -124,62 +125,22 @@ class SetResponse(BaseModel):
 def knot(body: KnotRequest, kb: KbDep, auth: AuthDep) -> dict[str, Any]:
     """Assert Turtle into ROOT or a registered graph, or replace a producer key's snapshot."""
     try:
-        result = kb.knot(
-            body.turtle,
-            "turtle",
-            timestamp=body.timestamp,
-            valid_from=body.valid_from,
-            actor=body.actor,
-            source=body.source,
-            graph=body.graph,
-            blank_node_scope=body.blank_node_scope,
-            replace_snapshot=body.replace_snapshot,
-            snapshot=body.snapshot,
-            auth=auth,
-            shapes=body.shapes,
-        )
+        result = kb.knot(body.turtle, "turtle", **body.fields(exclude={"turtle"}), auth=auth)
     except ShaclViolation as refused:
         # On /knot a SHACL failure is not an HTTP error (§3.1 rule 4): 200, conforms false.
         return body.annotate(dict(refused.report))
     return body.annotate(
-        ingest.response_body(result, replace_snapshot=body.replace_snapshot, snapshot=body.snapshot)
+        response_body(result, replace_snapshot=body.replace_snapshot, snapshot=body.snapshot)
     )
 
 
 @router.post("/retract", response_model=RetractResponse, response_model_exclude_unset=True)
 def retract(body: RetractRequest, kb: KbDep, auth: AuthDep) -> dict[str, Any]:
     """Close ROOT statements about an entity: all, one predicate's, or exactly one."""
-    result = kb.retract(
-        body.entity,
-        body.predicate,
-        body.value,
-        timestamp=body.timestamp,
-        actor=body.actor,
-        source=body.source,
-        allow_orphan=body.allow_orphan,
-        auth=auth,
-    )
-    return body.annotate({"tx_id": result.tx_id, "retracted": result.retracted, "entity": result.entity})
+    return body.annotate(asdict(kb.retract(**body.fields(), auth=auth)))
 
 
 @router.post("/set", response_model=SetResponse, response_model_exclude_unset=True)
 def set_value(body: SetRequest, kb: KbDep, auth: AuthDep) -> dict[str, Any]:
     """Make one value the only current object of (entity, predicate) in ROOT."""
-    result = kb.set(
-        body.entity,
-        body.predicate,
-        body.value,
-        timestamp=body.timestamp,
-        actor=body.actor,
-        source=body.source,
-        auth=auth,
-    )
-    return body.annotate(
-        {
-            "tx_id": result.tx_id,
-            "retracted": result.retracted,
-            "asserted": result.asserted,
-            "entity": result.entity,
-            "predicate": result.predicate,
-        }
-    )
+    return body.annotate(asdict(kb.set(**body.fields(), auth=auth)))

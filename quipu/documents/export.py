@@ -8,10 +8,11 @@ serialisation, so the same store state always gives byte-identical output.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
-from sqlalchemy import Connection, or_, select
+from sqlalchemy import Connection
 
+from quipu.episodes.iris import DEFAULT_BASE_NS, PROV_WAS_GENERATED_BY, group_predicates
 from quipu.errors import BadRequest, InvalidField, NotFound, QueryError, UnknownGraph
 from quipu.rdfio import serialize
 from quipu.rdfio.formats import output_format
@@ -19,14 +20,16 @@ from quipu.sparql.cells import BNODE, LITERAL, URI, Cell
 from quipu.sparql.engine import prepare, run_query
 from quipu.store import values
 from quipu.store.database import Database
-from quipu.store.reads import resolve_graph, statement_ids, statement_rows
-from quipu.store.schema import ROOT, facts
+from quipu.store.reads import (
+    group_statement_rows,
+    resolve_graph,
+    statement_ids,
+    statement_rows,
+    subject_statement_rows,
+)
+from quipu.store.schema import ROOT
 from quipu.store.views import TemporalView
 
-# Must equal the default of ``Settings.base_ns`` (a test keeps them together).
-DEFAULT_BASE_NS: Final = "http://aegis.gastown.local/ontology/"
-QUECHUA_GROUP_ID: Final = "https://scbrown.github.io/quechua/ns#groupId"
-PROV_WAS_GENERATED_BY: Final = "http://www.w3.org/ns/prov#wasGeneratedBy"
 SCOPE_FIELDS: Final = ("graph", "group_id", "construct")
 
 ScopeKind = Literal["root", "graph", "group", "construct"]
@@ -104,32 +107,19 @@ def _result(
 # -- group scope ------------------------------------------------------------------------------
 
 
-def group_predicates(base_ns: str) -> tuple[str, str]:
-    """The two spellings of the group-id predicate on an episode activity (DM §9.3)."""
-    return base_ns + "groupId", QUECHUA_GROUP_ID
-
-
 def _group_rows(db: Database, conn: Connection, group_id: str, base_ns: str) -> list[tuple[int, int, bytes]]:
     """Current ROOT statements about the group's activities and the entities they generated."""
     known = db.terms.lookup(conn, (*group_predicates(base_ns), PROV_WAS_GENERATED_BY))
     group_ids = [known[p] for p in group_predicates(base_ns) if p in known]
     if not group_ids:
         return []  # no activity has ever carried a group
-    view = TemporalView()
-    enc = values.string(group_id)
-    act = facts.alias("act")
-    activities = select(act.c.e).where(
-        view.where(act), act.c.a.in_(group_ids), act.c.vh == values.digest(enc), act.c.v == enc
+    return group_statement_rows(
+        conn,
+        TemporalView(),
+        group_predicates=group_ids,
+        group_id=group_id,
+        generated_by=known.get(PROV_WAS_GENERATED_BY),
     )
-    subjects: list[Any] = [facts.c.e.in_(activities)]
-    generated_by = known.get(PROV_WAS_GENERATED_BY)
-    if generated_by is not None:
-        gen = facts.alias("gen")
-        generated = select(gen.c.e).where(
-            view.where(gen), gen.c.a == generated_by, gen.c.v_ref.in_(activities)
-        )
-        subjects.append(facts.c.e.in_(generated))
-    return statement_rows(conn, view, [or_(*subjects)])
 
 
 # -- construct scope --------------------------------------------------------------------------
@@ -185,7 +175,7 @@ def entity_turtle(db: Database, iri: str) -> str:
         tid = db.terms.lookup(conn, (iri,)).get(iri)
         if tid is None:
             raise NotFound(f"entity not found: {iri}", field="iri")
-        rows = statement_rows(conn, TemporalView(), [facts.c.e == tid])
+        rows = subject_statement_rows(conn, TemporalView(), tid)
         iri_of = db.terms.iris(conn, statement_ids(rows))
     rendered = [
         (serialize.iri_term(iri_of[e]), f"<{iri_of[a]}>", serialize.value_term(v, iri_of)) for e, a, v in rows

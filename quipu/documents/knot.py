@@ -11,8 +11,8 @@ from quipu.identity import Authenticated
 from quipu.rdfio.formats import input_format
 from quipu.rdfio.parse import parse_document
 from quipu.shacl import gate, registry
-from quipu.store.database import Database, WriteContext
-from quipu.store.events import Refusal
+from quipu.store.context import Refusal, WriteContext
+from quipu.store.database import Database
 from quipu.store.schema import ROOT_IRI
 from quipu.store.snapshots import replace_snapshot as replace_snapshot_in
 from quipu.store.snapshots import snapshot_source
@@ -25,8 +25,8 @@ _LARGE_DOCUMENT = 1 << 20  # bytes; larger documents are parsed with the cyclic 
 def knot(
     db: Database,
     data: bytes | str,
-    *,
     format: str = "turtle",
+    *,
     timestamp: str | None = None,
     valid_from: str | None = None,
     actor: str | None = None,
@@ -40,7 +40,7 @@ def knot(
     snapshot: str | None = None,
     shapes: str | None = None,
 ) -> KnotResult:
-    """Assert an RDF document in one atomic write.
+    """Assert an RDF document in one atomic write (per destination graph).
 
     Append mode by default (source: ``source``, else ``knot:<actor>``). With
     ``replace_snapshot`` the document replaces what ``snapshot:<snapshot>`` owns in the graph

@@ -12,7 +12,7 @@ from sqlalchemy.exc import IntegrityError
 import quipu
 from quipu.api import KnowledgeBase
 from quipu.errors import InvalidField, MissingField, WrongType
-from quipu.proposals.queue import Proposal
+from quipu.governance.proposals import Proposal
 from quipu.shacl import registry
 from tests.backends import store_location
 
@@ -73,7 +73,7 @@ def test_an_id_that_is_not_an_integer_is_the_wrong_type(kb: KnowledgeBase, bad_i
 
 def test_missing_id_and_non_text_fields_are_refused(kb: KnowledgeBase) -> None:
     with pytest.raises(MissingField) as missing:
-        kb.reject_proposal(None, "lead", "n")  # type: ignore[arg-type]
+        kb.reject_proposal(None, "lead", "n")
     assert missing.value.field == "id"
     with pytest.raises(WrongType) as wrong:
         kb.propose("shape", "people", AGED, 7)  # type: ignore[arg-type]

@@ -11,7 +11,8 @@ from quipu import times
 from quipu.errors import InvalidField, MissingField, NotFound, WriteRefused, WrongType
 from quipu.identity import Authenticated
 from quipu.shacl import registry
-from quipu.store.database import Database, WriteContext
+from quipu.store.context import WriteContext
+from quipu.store.database import Database
 from quipu.store.schema import proposals as table
 
 KINDS: Final = ("shape", "ontology", "class", "property")

@@ -1,5 +1,8 @@
 """Query budgets (DM §13.3): an evaluation deadline and a bound on intermediate results.
 
+They live in the store because the store enforces them (its SQL reads and its rdflib view);
+``quipu.sparql`` sets them for each query it runs.
+
 ``search.query_timeout_ms`` (0 disables) gives every query a deadline that counts from the
 moment it holds its read snapshot. Past it the query stops with ``QueryTimeout`` (408):
 

@@ -1,6 +1,0 @@
-"""Schema-evolution proposals (tools-graphs-governance §7): a queue of requested schema changes.
-
-A proposal moves ``pending -> accepted | rejected`` and never touches facts. Accepting a
-``shape`` proposal is the only decision that changes the schema: it installs the proposed Turtle
-as a shape set, in the same transaction that records the decision.
-"""

@@ -23,13 +23,13 @@ exits non-zero::
     │   └── ReadOnly                403 server_is_read_only
     ├── RouteNotFound               404 no_such_route
     ├── MethodNotAllowed            405 method_not_allowed
-    ├── QueryTimeout                408 query_timeout
+    ├── QueryTimeout                408 query_timeout     (a logic goal's: logic_timeout)
     ├── PayloadTooLarge             413 payload_too_large
     ├── UriTooLong                  414 uri_too_long
     ├── UnsupportedMediaType        415 unsupported_media_type
     ├── ResultTooLarge              422 join_limit_exceeded
     ├── ConfigError                 500 config_error
-    ├── StorageError                500 storage_error
+    ├── StorageError                500 storage_error     the database failed (translated by the store)
     └── LogicError                  400 logic_error       the logic memory's branch, drawn in
                                                           quipu.logic.errors (engine, limits,
                                                           refused goals, Prolog syntax)

@@ -140,7 +140,9 @@ def _is_module(name: str, modules: dict[str, Path]) -> bool:
     return name.startswith("quipu.") and name.removeprefix("quipu.") in modules
 
 
-def _classified(module: str, name: str, names: tuple[str, ...], line: int, modules: dict[str, Path]) -> Import:
+def _classified(
+    module: str, name: str, names: tuple[str, ...], line: int, modules: dict[str, Path]
+) -> Import:
     if name == "quipu" or name.startswith("quipu."):
         return Import(module, _resolve(name.removeprefix("quipu").lstrip("."), modules), names, line)
     return Import(module, "!" + name.partition(".")[0], names, line)
@@ -175,7 +177,9 @@ def violations(root: Path = ROOT) -> list[str]:
         found.extend(_layer_rule(imp, source, target))
         if source in DOMAIN and imp.target == "store.schema" and FACT_TABLES.intersection(imp.names):
             tables = ", ".join(sorted(FACT_TABLES.intersection(imp.names)))
-            found.append(f"{imp} ({tables}): domain code reads and writes facts through quipu.store functions")
+            found.append(
+                f"{imp} ({tables}): domain code reads and writes facts through quipu.store functions"
+            )
         if source == target:
             module_edges[imp.module].add(imp.target)
         else:

@@ -15,7 +15,7 @@ The engine is a child process reached over a Unix-domain socket in a private dir
 limit. ``_GuardedThread`` replaces its receive loop: a closed socket or a dead process raises
 ``EngineDied``; a call that overruns its limit plus a grace period kills the process (a goal
 can catch the cooperative ``time_limit_exceeded``), restarts the engine and raises
-``QueryTimeout``.
+``GoalTimeout``.
 
 All user text travels as Prolog string literals into the helper predicates of
 ``prolog/quipu_logic.pl``, which parse, check and run it; nothing is built by pasting text
@@ -49,9 +49,9 @@ from quipu.logic.errors import (
     EngineError,
     EngineUnavailable,
     GoalRefused,
+    GoalTimeout,
     LogicError,
     PrologSyntaxError,
-    QueryTimeout,
     StackLimit,
 )
 from quipu.logic.terms import Solutions, decode_solutions, prolog_string
@@ -353,11 +353,11 @@ class Engine:
         except _Overrun:
             # The goal ignored the cooperative limit (e.g. it caught time_limit_exceeded).
             self.restart()
-            raise QueryTimeout(
+            raise GoalTimeout(
                 f"the call did not finish within {timeout} s; the engine was restarted"
             ) from None
         except PrologQueryTimeoutError:
-            raise QueryTimeout(f"the call did not finish within {timeout} s") from None
+            raise GoalTimeout(f"the call did not finish within {timeout} s") from None
         except PrologConnectionFailedError as exc:
             self._dead(f"the engine connection failed: {exc}")
         except PrologError as exc:
@@ -532,7 +532,7 @@ def functor_parts(value: Any) -> tuple[str, list[Any]]:
 
 def _limit_error(kind: Any, seconds: float | None = None) -> LogicError:
     if kind == "time":
-        return QueryTimeout(f"the call did not finish within {seconds} s" if seconds else "time limit")
+        return GoalTimeout(f"the call did not finish within {seconds} s" if seconds else "time limit")
     return StackLimit("the goal exhausted the engine's stack limit")
 
 

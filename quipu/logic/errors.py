@@ -7,7 +7,7 @@ the same ``status`` and ``reason`` as every other error::
     ├── EngineUnavailable   503 engine_unavailable   no engine can be started (swipl missing, ...)
     ├── EngineDied          503 engine_died          the engine process ended; restart() it
     ├── EngineLimit         400 engine_limit         a limit stopped the goal; the engine stays usable
-    │   ├── QueryTimeout    408 logic_timeout        the wall-clock limit (R-Q1)
+    │   ├── GoalTimeout     408 logic_timeout        the wall-clock limit (R-Q1); also a QueryTimeout
     │   └── StackLimit      400 stack_limit          the stack limit (R-Q2)
     ├── GoalRefused         400 goal_refused         an untrusted goal calls something not allowed (R-Q4)
     ├── PrologSyntaxError   400 prolog_syntax_error  the text is not exactly one Prolog term (R-P1)
@@ -21,7 +21,22 @@ the same ``status`` and ``reason`` as every other error::
 
 from __future__ import annotations
 
-from quipu.errors import QuipuError
+from quipu.errors import QueryTimeout, QuipuError
+
+# QueryTimeout is quipu's one timeout class: a logic goal's timeout is one (GoalTimeout).
+__all__ = [
+    "ClauseRejected",
+    "EngineDied",
+    "EngineError",
+    "EngineLimit",
+    "EngineUnavailable",
+    "GoalRefused",
+    "GoalTimeout",
+    "LogicError",
+    "PrologSyntaxError",
+    "QueryTimeout",
+    "StackLimit",
+]
 
 
 class LogicError(QuipuError):
@@ -54,8 +69,8 @@ class EngineLimit(LogicError):
     reason = "engine_limit"
 
 
-class QueryTimeout(EngineLimit):
-    """The per-call wall-clock limit fired."""
+class GoalTimeout(EngineLimit, QueryTimeout):
+    """The per-call wall-clock limit fired: a logic goal's ``QueryTimeout``."""
 
     status = 408
     reason = "logic_timeout"

@@ -3,7 +3,8 @@
 Every error on the wire is an RFC 9457 problem document (``application/problem+json``) with
 quipu's own members beside the standard ones: ``error`` (prose) and ``reason`` (a stable token),
 plus ``field`` when one request field is at fault. FastAPI's request validation errors, routing
-errors and unexpected exceptions all go through ``problem_response``.
+errors and unexpected exceptions all go through ``problem_response``. Database failures arrive
+already translated (``StorageError``, by the store).
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
-from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from quipu.errors import (
@@ -26,7 +26,6 @@ from quipu.errors import (
     MissingField,
     QuipuError,
     RouteNotFound,
-    StorageError,
     UnknownField,
     WrongType,
 )
@@ -116,8 +115,8 @@ def from_validation(exc: RequestValidationError) -> QuipuError:
 def install(app: FastAPI) -> None:
     @app.exception_handler(QuipuError)
     async def _quipu_error(_request: Request, exc: QuipuError) -> JSONResponse:
-        if exc.status >= 500:
-            log.error("request failed: %s", exc.message)
+        if exc.status >= 500:  # with the traceback: a storage failure's cause is the driver's error
+            log.error("request failed: %s", exc.message, exc_info=exc)
         return problem_response(exc)
 
     @app.exception_handler(RequestValidationError)
@@ -134,11 +133,6 @@ def install(app: FastAPI) -> None:
             err = QuipuError(str(exc.detail), reason=HTTPStatus(exc.status_code).name.lower())
             err.status = exc.status_code
         return problem_response(err, headers=dict(exc.headers or {}))
-
-    @app.exception_handler(SQLAlchemyError)
-    async def _storage(_request: Request, exc: SQLAlchemyError) -> JSONResponse:
-        log.exception("storage failure", exc_info=exc)
-        return problem_response(StorageError("the store could not complete the request"))
 
     @app.exception_handler(Exception)
     async def _unexpected(_request: Request, exc: Exception) -> JSONResponse:

@@ -17,7 +17,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
-from quipu.errors import ConfigError, WriteRefused
+from quipu.errors import ConfigError, QuipuError, StorageError, WriteRefused
 from quipu.identity import Authenticated
 from quipu.store.context import WriteContext, head_tx
 from quipu.store.dialect import Dialect, PostgresDialect, SqliteDialect, SqliteTuning
@@ -111,6 +111,7 @@ class Database:
         else:
             self.dialect = SqliteDialect(tuning or SqliteTuning(), memory=backend.memory)
             self._open_sqlite(backend.url, readers)
+        self._failures: tuple[type[Exception], ...] = (SQLAlchemyError, *self.dialect.driver_errors())
         self.terms = TermDictionary()
         self.schema_terms_seen: SeenTerms = set()
         try:
@@ -204,9 +205,20 @@ class Database:
     # -- transactions -----------------------------------------------------------------------
 
     @contextmanager
+    def translated(self) -> Iterator[None]:
+        """Database failures as ``StorageError`` (500), the driver's exception kept as the cause:
+        nothing above the store catches a SQLAlchemy or driver class. quipu's own errors pass."""
+        try:
+            yield
+        except QuipuError:
+            raise
+        except self._failures as exc:
+            raise StorageError("the store could not complete the request") from exc
+
+    @contextmanager
     def write(self, auth: Authenticated | None = None) -> Iterator[WriteContext]:
         """A write transaction: serialised, all-or-nothing. ``auth`` is the verified caller."""
-        with self._write_lock, self.writer.connect() as conn:
+        with self.translated(), self._write_lock, self.writer.connect() as conn:
             ctx = WriteContext(conn, self.dialect, auth=auth)
             try:
                 with conn.begin():
@@ -226,14 +238,15 @@ class Database:
     @contextmanager
     def read(self) -> Iterator[Connection]:
         """A read snapshot: every statement inside sees one committed state."""
-        if self.memory:
-            with self._write_lock, self.reader.connect() as conn, conn.begin():
-                self.dialect.begin_read(conn)
-                yield conn
-        else:
-            with self.reader.connect() as conn, conn.begin():
-                self.dialect.begin_read(conn)
-                yield conn
+        with self.translated():
+            if self.memory:
+                with self._write_lock, self.reader.connect() as conn, conn.begin():
+                    self.dialect.begin_read(conn)
+                    yield conn
+            else:
+                with self.reader.connect() as conn, conn.begin():
+                    self.dialect.begin_read(conn)
+                    yield conn
 
     def head_tx(self, conn: Connection) -> int:
         """The latest committed transaction id (0 for an empty store)."""

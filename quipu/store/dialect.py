@@ -67,6 +67,11 @@ class Dialect:
     # Each statement is a network round trip: batch small lookups instead of probing one by one.
     round_trips_costly: bool = False
 
+    def driver_errors(self) -> tuple[type[Exception], ...]:
+        """The driver's own exception bases: code that uses the raw DB-API connection (bulk
+        inserts, progress handlers) sees them unwrapped by SQLAlchemy."""
+        return ()
+
     def __init__(self) -> None:
         self._prepared: dict[int, Prepared] = {}
         self._sa_dialect: SADialect | None = None
@@ -153,6 +158,9 @@ class SqliteDialect(Dialect):
     name = "sqlite"
     sparql_functions = True
     functions = None  # every one: sqlfunctions registers them on each connection
+
+    def driver_errors(self) -> tuple[type[Exception], ...]:
+        return (sqlite3.Error,)
 
     def __init__(self, tuning: SqliteTuning, *, memory: bool = False) -> None:
         super().__init__()
@@ -274,6 +282,11 @@ class PostgresDialect(Dialect):
     distinct_order_keys_selected = True
     round_trips_costly = True
     prepares = True
+
+    def driver_errors(self) -> tuple[type[Exception], ...]:
+        import psycopg
+
+        return (psycopg.Error,)
 
     def configure(self, engine: Engine, *, write: bool) -> None:
         super().configure(engine, write=write)

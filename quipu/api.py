@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from functools import partial
 from types import TracebackType
+from typing import Final
 
 from rdflib import Graph
 from rdflib.term import Node
@@ -61,17 +62,20 @@ class KnowledgeBase:
         base_ns: str = DEFAULT_BASE_NS,
         validate_on_write: bool = False,
     ) -> None:
+        # Query budgets (DM §13.3): None or 0 is unlimited, as in settings.search. Checked before
+        # the store opens, so a bad one leaves nothing open.
+        timeout_ms = budgets.limit("query_timeout_ms", query_timeout_ms)
+        max_join_rows = budgets.limit("max_join_rows", max_join_rows)
         db = self.db = Database(
             location, SqliteTuning(synchronous=synchronous, cache_mb=cache_mb), readers=readers
         )
-        # Query budgets (DM §13.3): None or 0 is unlimited, as in settings.search.
-        self._max_sparql_rows = max_sparql_rows
-        self._sparql_compiler = sparql_compiler  # False forces rdflib's evaluator (for comparison)
-        self._query_timeout_ms = budgets.limit("query_timeout_ms", query_timeout_ms)
-        self._max_join_rows = budgets.limit("max_join_rows", max_join_rows)
-        self._base_ns = base_ns  # episode IRIs are minted under it (DM §9.1)
-        self._validate_on_write = validate_on_write  # stored shapes SHACL-gate episodes (§3.4)
-        timeout_ms, max_join_rows = self._query_timeout_ms, self._max_join_rows
+        # The settings the verbs are bound with: Final, since changing one would not reach them.
+        self.max_sparql_rows: Final = max_sparql_rows
+        self.sparql_compiler: Final = sparql_compiler  # False forces rdflib's evaluator (to compare)
+        self.query_timeout_ms: Final = timeout_ms
+        self.max_join_rows: Final = max_join_rows
+        self.base_ns: Final = base_ns  # episode IRIs are minted under it (DM §9.1)
+        self.validate_on_write: Final = validate_on_write  # stored shapes SHACL-gate episodes (§3.4)
 
         # -- writes
         self.knot = partial(knot, db)
@@ -141,32 +145,6 @@ class KnowledgeBase:
             base_ns=settings.base_ns,
             validate_on_write=settings.shacl.validate_on_write,
         )
-
-    # -- the settings the verbs were bound with (read-only: changing one would not reach them) --
-
-    @property
-    def max_sparql_rows(self) -> int | None:
-        return self._max_sparql_rows
-
-    @property
-    def sparql_compiler(self) -> bool:
-        return self._sparql_compiler
-
-    @property
-    def query_timeout_ms(self) -> int | None:
-        return self._query_timeout_ms
-
-    @property
-    def max_join_rows(self) -> int | None:
-        return self._max_join_rows
-
-    @property
-    def base_ns(self) -> str:
-        return self._base_ns
-
-    @property
-    def validate_on_write(self) -> bool:
-        return self._validate_on_write
 
     # -- reads with a shape of their own ------------------------------------------------------
 

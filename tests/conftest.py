@@ -48,6 +48,7 @@ def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    backends.remove_sqlite_template()
     if backends.on_postgres():
         backends.drop_under(None)
         backends.drop_template()
@@ -71,7 +72,7 @@ def _no_ambient_config(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Non
 @pytest.fixture
 def kb(tmp_path: Path) -> Iterator[KnowledgeBase]:
     """A fresh store (a real SQLite file, or a database of its own), closed after the test."""
-    store = quipu.open(backends.store_location(tmp_path))
+    store = quipu.open(backends.migrated_location(tmp_path))
     try:
         yield store
     finally:

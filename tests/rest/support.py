@@ -13,7 +13,7 @@ from quipu.api import KnowledgeBase
 from quipu.config import load_settings
 from quipu.rest.app import create_app
 from quipu.rest.auth import hash_token
-from tests.backends import store_location
+from tests.backends import migrated_location
 from tests.store import driver_sql
 
 from ..store import snapshot
@@ -37,7 +37,7 @@ BOT_SERVER = {"credentials": [{"principal": "bot", "token_hash": hash_token(BOT_
 def serve(tmp_path: Path, **settings: Any) -> Iterator[TestClient]:
     """A client of an app over ``tmp_path/r.db``; ``settings`` are config sections."""
     with TestClient(
-        create_app(load_settings(store={"db": store_location(tmp_path, "r.db")}, **settings))
+        create_app(load_settings(store={"db": migrated_location(tmp_path, "r.db")}, **settings))
     ) as c:
         yield c
 

@@ -7,7 +7,6 @@ the bearer read from the stdio token file, never from a tool argument.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
 
@@ -17,7 +16,7 @@ from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.models import InitializationOptions
 
 import quipu
-from quipu.mcp.dispatch import Dispatcher, text_result
+from quipu.mcp.dispatch import Dispatcher, internal_error
 from quipu.mcp.registry import Registry
 
 log = logging.getLogger("quipu.mcp")
@@ -63,14 +62,10 @@ def build_server(registry: Registry, dispatcher: Dispatcher, credential: Credent
         try:
             return await dispatcher.call(params.name, params.arguments, credential(ctx))
         except MCPError:
-            raise  # deliberate protocol errors: unknown tool, wrong argument types
+            raise  # the one deliberate protocol error: an unknown tool
         except Exception:
             log.exception("tool call %s failed", params.name)
-            body = {
-                "error": "internal error: the tool call could not be completed",
-                "reason": "internal_error",
-            }
-            return text_result(json.dumps(body), error=True)
+            return internal_error()
 
     return Server(
         "quipu",

@@ -1,6 +1,7 @@
 """The low-level ``mcp`` Server built from the registry, for either transport.
 
-``tools/list`` is the registry; ``tools/call`` goes through the dispatcher into the REST app.
+``tools/list`` is the registry, in one page: quipu issues no cursor, so a request carrying one is
+refused (invalid params). ``tools/call`` goes through the dispatcher into the REST app.
 The credential comes from the transport only: the HTTP request's ``Authorization`` header, or
 the bearer read from the stdio token file, never from a tool argument.
 """
@@ -16,7 +17,7 @@ from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.models import InitializationOptions
 
 import quipu
-from quipu.mcp.dispatch import Dispatcher, internal_error
+from quipu.mcp.dispatch import Dispatcher, internal_error, invalid_params
 from quipu.mcp.registry import Registry
 
 log = logging.getLogger("quipu.mcp")
@@ -54,6 +55,11 @@ def build_server(registry: Registry, dispatcher: Dispatcher, credential: Credent
     async def list_tools(
         ctx: ServerRequestContext[object], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
+        if params is not None and params.cursor is not None:
+            raise invalid_params(
+                f"invalid cursor {params.cursor!r}: quipu lists every tool in one page and issues "
+                "no cursor; list again without one"
+            )
         return types.ListToolsResult(tools=tools)
 
     async def call_tool(

@@ -167,6 +167,25 @@ def test_wrong_argument_types_are_error_results_and_unknown_tools_protocol_error
     assert paths == ["/health"]  # the refused calls never reached REST
 
 
+def test_a_tools_list_cursor_is_invalid_params(target: Target) -> None:
+    # Every tool comes in one page, so any cursor is one quipu never issued.
+    async def main() -> tuple[list[MCPError], int]:
+        errors: list[MCPError] = []
+        async with target.client() as client:
+            for cursor in ("bogus", ""):
+                with pytest.raises(MCPError) as caught:
+                    await client.list_tools(cursor=cursor)
+                errors.append(caught.value)
+            listed = await client.list_tools()
+            return errors, len(listed.tools)
+
+    errors, count = run(main)
+    assert [e.code for e in errors] == [INVALID_PARAMS] * 2
+    assert all("cursor" in e.message for e in errors)
+    assert "'bogus'" in errors[0].message
+    assert count == len(registry(target.config))
+
+
 VALUE_FORMS: Final = [
     {"type": "string"},
     *(

@@ -1,4 +1,4 @@
-"""A tool call becomes the REST request of its route, sent in process into the same app.
+"""A tool call becomes the REST request of its route, sent into the REST app.
 
 Arguments are checked against the tool's JSON types first: a wrong type is an ``isError`` result
 carrying the 400 ``wrong_type`` problem body REST would send (so the model can read it and correct
@@ -6,6 +6,10 @@ the call), and no request is made. Everything else — required fields, unknown 
 the REST route's to judge. The request carries only the transport's credential. A 2xx answer is
 the tool result; any other status is an ``isError`` result whose text is the REST error body,
 unchanged. Only an unknown tool name is a protocol error (invalid params).
+
+The REST app is reached in process (an ASGI app, no socket) or over HTTP (the base URL of a
+running ``quipu-server``, which then validates and authenticates): the constructor's choice, with
+one code path after it.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import jsonschema
 import mcp.types as types
 from mcp import MCPError
 from mcp.types import INVALID_PARAMS
+from starlette.types import ASGIApp
 
 from quipu.errors import QuipuError, WrongType
 from quipu.mcp.registry import FORM, JSON, Registry, ToolSpec
@@ -30,6 +35,7 @@ from quipu.version import version_info
 log = logging.getLogger("quipu.mcp")
 IN_PROCESS: Final = "http://quipu.in-process"
 VERSION_TOOL: Final = "quipu_version"
+CONNECT_TIMEOUT: Final = 10.0  # seconds, to a running server; a call itself may take as long as it takes
 
 
 def invalid_params(message: str) -> MCPError:
@@ -169,13 +175,17 @@ def internal_error() -> types.CallToolResult:
 
 
 class Dispatcher:
-    """Sends tool calls into an ASGI app (the REST app) over an in-process transport."""
+    """Sends tool calls to the REST app: ``target`` is the app itself (in process, over an ASGI
+    transport) or the base URL of a running ``quipu-server`` (over HTTP)."""
 
-    def __init__(self, app: Any, registry: Registry) -> None:
+    def __init__(self, target: ASGIApp | str, registry: Registry) -> None:
         self.registry = registry
-        self.client = httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url=IN_PROCESS, timeout=None
-        )
+        if isinstance(target, str):
+            timeout = httpx.Timeout(None, connect=CONNECT_TIMEOUT)
+            self.client = httpx.AsyncClient(base_url=target, timeout=timeout)
+        else:
+            transport = httpx.ASGITransport(app=target)
+            self.client = httpx.AsyncClient(transport=transport, base_url=IN_PROCESS, timeout=None)
 
     async def aclose(self) -> None:
         await self.client.aclose()
@@ -183,6 +193,8 @@ class Dispatcher:
     async def call(
         self, name: str, arguments: Mapping[str, Any] | None, authorization: str | None
     ) -> types.CallToolResult:
+        """The tool's result. Raises MCPError for an unknown tool, and httpx.TransportError when a
+        running server cannot be reached (the in-process transport never raises it)."""
         spec = self.registry.get(name)
         if spec is None:
             raise invalid_params(f"unknown tool: {name}")
@@ -202,6 +214,8 @@ class Dispatcher:
             headers["Authorization"] = authorization
         try:
             response = await self._send(spec, args, headers)
+        except httpx.TransportError:
+            raise  # an unreachable server is the caller's to report (the MCP server: as internal)
         except Exception:  # never let a failure become a protocol error by accident
             log.exception("tool call %s failed in dispatch", name)
             return internal_error()

@@ -2,7 +2,8 @@
 
 Each test runs the real app over a real store file with its lifespan entered; an ASGI recorder
 between the dispatcher and the app shows exactly which requests a call sent (method, query
-string, headers, body). The SDK's in-memory client drives the server in both protocol eras.
+string, headers, body). The SDK's in-memory client drives the server in both protocol eras. The
+last tests give the dispatcher a running server's base URL instead of the app.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from quipu.rest.app import create_app
 from quipu.rest.auth import hash_token
 from quipu.version import version_info
 from tests.backends import store_location
+from tests.rest.live_server import live_server
 
 pytestmark = pytest.mark.anyio
 
@@ -645,3 +647,35 @@ async def test_sdk_client_lists_the_registry_and_round_trips_a_write_and_a_read(
             assert failed.is_error
             assert json.loads(text_of(failed))["reason"] == "sparql_parse_error"
         assert r.kb.transactions()["transactions"][-1]["authenticated"]["principal"] == "bot"
+
+
+# -- the transport is the constructor's choice ---------------------------------------------------------
+
+
+async def test_a_base_url_sends_the_same_requests_to_a_running_server(tmp_path: Path) -> None:
+    settings = load_settings(store={"db": store_location(tmp_path, "served.db")}, server=GUARDED)
+    registry = build_registry(create_app(settings).openapi())
+    with live_server(settings) as url:
+        remote = Dispatcher(url, registry)
+        try:
+            refused = await remote.call("quipu_knot", {"turtle": SEED}, None)
+            written = await remote.call("quipu_knot", {"turtle": SEED, "colour": "blue"}, f"Bearer {TOKEN}")
+            read = await remote.call("quipu_transactions", {}, None)
+            wrong = await remote.call("quipu_query", {"query": 5}, None)
+        finally:
+            await remote.aclose()
+        rest = httpx.post(url + "/knot", json={"turtle": SEED}, headers={"Accept": "application/json"})
+    assert refused.is_error and text_of(refused) == rest.text  # the server's own 401, byte for byte
+    assert not written.is_error and body_of(written)["ignored_fields"] == ["colour"]
+    assert body_of(read)["transactions"][-1]["authenticated"]["principal"] == "bot"
+    assert wrong.is_error and body_of(wrong)["reason"] == "wrong_type"  # checked here, as in process
+
+
+async def test_an_unreachable_server_raises_the_transport_error(tmp_path: Path) -> None:
+    registry = build_registry(create_app(load_settings(store={"db": ":memory:"})).openapi())
+    remote = Dispatcher("http://127.0.0.1:9", registry)
+    try:
+        with pytest.raises(httpx.TransportError):
+            await remote.call("quipu_health", {}, None)
+    finally:
+        await remote.aclose()

@@ -20,6 +20,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
+from quipu.cli.tools import tool_app
 from quipu.config import load_settings
 from quipu.errors import ConfigError, InvalidField, QuipuError
 
@@ -432,6 +433,7 @@ propose_app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(propose_app, name="propose")
+app.add_typer(tool_app, name="tool")
 DecidedByOption = Annotated[
     str | None,
     typer.Option(

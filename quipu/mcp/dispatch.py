@@ -1,10 +1,15 @@
-"""A tool call becomes the REST request of its route, sent in process into the same app.
+"""A tool call becomes the REST request of its route, sent into the REST app.
 
-Arguments are checked against the tool's JSON types first (a wrong type is an invalid-params
-protocol error and no request is made); everything else — required fields, unknown keys,
-values — is the REST route's to judge. The request carries only the transport's credential.
-A 2xx answer is the tool result; any other status is an ``isError`` result whose text is the
-REST error body, unchanged.
+Arguments are checked against the tool's JSON types first: a wrong type is an ``isError`` result
+carrying the 400 ``wrong_type`` problem body REST would send (so the model can read it and correct
+the call), and no request is made. Everything else — required fields, unknown keys, values — is
+the REST route's to judge. The request carries only the transport's credential. A 2xx answer is
+the tool result; any other status is an ``isError`` result whose text is the REST error body,
+unchanged. Only an unknown tool name is a protocol error (invalid params).
+
+The REST app is reached in process (an ASGI app, no socket) or over HTTP (the base URL of a
+running ``quipu-server``, which then validates and authenticates): the constructor's choice, with
+one code path after it.
 """
 
 from __future__ import annotations
@@ -19,49 +24,109 @@ import jsonschema
 import mcp.types as types
 from mcp import MCPError
 from mcp.types import INVALID_PARAMS
+from starlette.types import ASGIApp
 
+from quipu.errors import QuipuError, WrongType
 from quipu.mcp.registry import FORM, JSON, Registry, ToolSpec
+from quipu.rest.fields import refuse_unknown
+from quipu.rest.problems import problem_response
 from quipu.version import version_info
 
 log = logging.getLogger("quipu.mcp")
 IN_PROCESS: Final = "http://quipu.in-process"
 VERSION_TOOL: Final = "quipu_version"
+CONNECT_TIMEOUT: Final = 10.0  # seconds, to a running server; a call itself may take as long as it takes
 
 
 def invalid_params(message: str) -> MCPError:
     return MCPError(code=INVALID_PARAMS, message=message)
 
 
-def check_types(spec: ToolSpec, arguments: Mapping[str, Any]) -> None:
-    """Refuse arguments whose JSON type the tool schema does not allow (nothing else)."""
+def check_types(spec: ToolSpec, arguments: Mapping[str, Any]) -> WrongType | None:
+    """The first argument whose JSON type the tool schema does not allow (nothing else is judged)."""
     validator = jsonschema.Draft202012Validator(spec.input_schema)
     for error in validator.iter_errors(dict(arguments)):
         if _type_error(error):
-            where = ".".join(str(p) for p in error.absolute_path) or "arguments"
-            raise invalid_params(f"{spec.name}: '{where}' {_type_message(error)}")
+            where = ".".join(str(p) for p in error.absolute_path)
+            return WrongType(f"'{where or 'arguments'}' {_type_message(error)}", field=where or None)
     if spec.method == "GET":
         for name, value in arguments.items():
             if isinstance(value, dict | list) and not _repeatable(spec, name):
-                raise invalid_params(f"{spec.name}: '{name}' must be a string, number or boolean")
+                return WrongType(
+                    f"'{name}' must be a string, number or boolean (got {_json(value)})", field=name
+                )
+    return None
 
 
 def _type_error(error: jsonschema.ValidationError) -> bool:
     """A wrong JSON type, also under ``anyOf``/``oneOf`` (``int | None``): every branch failed on type."""
     if error.validator in ("type", "enum"):
         return True
+    if error.validator not in ("anyOf", "oneOf") or not error.context:
+        return False
+    branches = _branches(error)
+    failed: dict[int, list[jsonschema.ValidationError]] = {}
+    for e in error.context:  # each failed branch's errors, by the branch's index
+        failed.setdefault(int(e.relative_schema_path[0]), []).append(e)
+    return all(_failed_on_type(branches[i], errors) for i, errors in failed.items())
+
+
+def _branches(error: jsonschema.ValidationError) -> list[Any]:
+    value = error.validator_value
+    return list(value) if isinstance(value, list) else []
+
+
+def _form(branch: Any) -> bool:
+    """A union branch written out as a closed object (the value forms of DM §2.1): the forms are told
+    apart by their keys, so keys that do not fit are a wrong type. A model's ``$ref`` is no form:
+    its missing or unknown keys stay REST's to judge."""
     return (
-        error.validator in ("anyOf", "oneOf")
-        and bool(error.context)
-        and all(_type_error(e) for e in error.context)
+        isinstance(branch, dict)
+        and "$ref" not in branch
+        and branch.get("type") == "object"
+        and branch.get("additionalProperties") is False
+    )
+
+
+def _failed_on_type(branch: Any, errors: list[jsonschema.ValidationError]) -> bool:
+    form = _form(branch)
+    return all(
+        _type_error(e)
+        or (form and not e.relative_path and e.validator in ("required", "additionalProperties"))
+        for e in errors
     )
 
 
 def _type_message(error: jsonschema.ValidationError) -> str:
     if error.validator in ("anyOf", "oneOf"):
-        wanted = sorted({str(e.validator_value) for e in error.context or () if e.validator == "type"})
-        if wanted:
-            return f"must be of type {' or '.join(wanted)} (got {error.instance!r})"
-    return error.message
+        *head, last = dict.fromkeys(_kind(branch) for branch in _branches(error))
+        wanted = f"{', '.join(head)} or {last}" if head else last
+        return f"must be {wanted} (got {_json(error.instance)})"
+    if error.validator == "enum":
+        return f"must be one of {_json(error.validator_value)} (got {_json(error.instance)})"
+    return f"must be {_kind(error.schema)} (got {_json(error.instance)})"
+
+
+def _kind(schema: Any, *, article: bool = True) -> str:
+    """A schema's JSON type in a few words: ``a string``, ``an integer or null``, ``{"int": integer}``."""
+    if not isinstance(schema, dict):
+        return "any value"
+    if _form(schema):
+        fields = (f'"{k}": {_kind(v, article=False)}' for k, v in schema.get("properties", {}).items())
+        return "{" + ", ".join(fields) + "}"
+    if "$ref" in schema:
+        return f"an object ({str(schema['$ref']).rsplit('/', 1)[-1]})"
+    kind = schema.get("type")
+    names = [str(n) for n in (kind if isinstance(kind, list) else [kind] if kind else [])]
+    if not names:
+        return "any value"
+    if not article:
+        return " or ".join(names)
+    return " or ".join(n if n == "null" else f"{'an' if n[0] in 'aeiou' else 'a'} {n}" for n in names)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
 
 
 def _repeatable(spec: ToolSpec, name: str) -> bool:
@@ -99,14 +164,28 @@ def text_result(body: str, *, error: bool) -> types.CallToolResult:
     )
 
 
-class Dispatcher:
-    """Sends tool calls into an ASGI app (the REST app) over an in-process transport."""
+def error_result(exc: QuipuError) -> types.CallToolResult:
+    """The ``isError`` result of a refusal made here: the problem body REST would send for it."""
+    return text_result(bytes(problem_response(exc).body).decode("utf-8"), error=True)
 
-    def __init__(self, app: Any, registry: Registry) -> None:
+
+def internal_error() -> types.CallToolResult:
+    body = {"error": "internal error: the tool call could not be completed", "reason": "internal_error"}
+    return text_result(json.dumps(body), error=True)
+
+
+class Dispatcher:
+    """Sends tool calls to the REST app: ``target`` is the app itself (in process, over an ASGI
+    transport) or the base URL of a running ``quipu-server`` (over HTTP)."""
+
+    def __init__(self, target: ASGIApp | str, registry: Registry) -> None:
         self.registry = registry
-        self.client = httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url=IN_PROCESS, timeout=None
-        )
+        if isinstance(target, str):
+            timeout = httpx.Timeout(None, connect=CONNECT_TIMEOUT)
+            self.client = httpx.AsyncClient(base_url=target, timeout=timeout)
+        else:
+            transport = httpx.ASGITransport(app=target)
+            self.client = httpx.AsyncClient(transport=transport, base_url=IN_PROCESS, timeout=None)
 
     async def aclose(self) -> None:
         await self.client.aclose()
@@ -114,26 +193,32 @@ class Dispatcher:
     async def call(
         self, name: str, arguments: Mapping[str, Any] | None, authorization: str | None
     ) -> types.CallToolResult:
+        """The tool's result. Raises MCPError for an unknown tool, and httpx.TransportError when a
+        running server cannot be reached (the in-process transport never raises it)."""
         spec = self.registry.get(name)
         if spec is None:
             raise invalid_params(f"unknown tool: {name}")
         args = {**spec.defaults, **(arguments or {})}
-        check_types(spec, args)
+        refused = check_types(spec, args)
+        if refused is not None:
+            return error_result(refused)
         if name == VERSION_TOOL:  # answered in process, by the function /version uses
-            if args:
-                raise invalid_params(f"{name} takes no arguments (got: {', '.join(sorted(args))})")
+            if args:  # what GET /version answers to a query parameter
+                try:
+                    refuse_unknown(args, frozenset())
+                except QuipuError as exc:
+                    return error_result(exc)
             return text_result(json.dumps(version_info()), error=False)
         headers = {"Accept": JSON}
         if authorization:
             headers["Authorization"] = authorization
         try:
             response = await self._send(spec, args, headers)
+        except httpx.TransportError:
+            raise  # an unreachable server is the caller's to report (the MCP server: as internal)
         except Exception:  # never let a failure become a protocol error by accident
             log.exception("tool call %s failed in dispatch", name)
-            body = json.dumps(
-                {"error": "internal error: the tool call could not be completed", "reason": "internal_error"}
-            )
-            return text_result(body, error=True)
+            return internal_error()
         return text_result(response.text, error=not 200 <= response.status_code < 300)
 
     async def _send(self, spec: ToolSpec, args: dict[str, Any], headers: dict[str, str]) -> httpx.Response:

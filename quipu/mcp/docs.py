@@ -62,7 +62,9 @@ def render(registry: Registry, missing: Sequence[ManifestEntry] | None = None) -
         "route's request model (a POST's JSON body or form) or query parameters (a GET), and its",
         "annotations follow the route's class: a **read** is `readOnlyHint: true, destructiveHint: false`,",
         "a **write** is `readOnlyHint: false, destructiveHint: true`; every tool has `openWorldHint: true`.",
-        "A failed call is an `isError` result whose text is the REST error body, unchanged.",
+        "A failed call is an `isError` result whose text is the REST error body, unchanged. An argument",
+        "of the wrong JSON type is refused before any request, as an `isError` result too (the 400",
+        "`wrong_type` body naming the field); only an unknown tool name is a protocol error.",
         "",
         f"**{served} of the {default} tools are served today** (and {owl_served} of the {owl} tools of the",
         "owl extra). A manifest tool is served once its REST route exists; the rest are listed at the",
@@ -110,10 +112,7 @@ def _tool(spec: ToolSpec) -> list[str]:
     )
     route = f"`{spec.method} {spec.path}`, arguments as the {how}; {unknown}"
     if spec.name == VERSION_TOOL:
-        route = (
-            f"`{spec.method} {spec.path}`, answered in process by the function the route uses;"
-            " any argument is refused (invalid params)"
-        )
+        route = f"`{spec.method} {spec.path}`, answered in process by the function the route uses; {unknown}"
     hints = ", ".join(f"`{k}: {json.dumps(v)}`" for k, v in spec.annotations().items())
     lines = [
         f"### {spec.name}",

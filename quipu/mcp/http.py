@@ -1,9 +1,12 @@
 """Streamable HTTP at ``/mcp`` on ``quipu-server``: stateless, JSON responses.
 
-Each POST is a fresh transport (no session survives a restart, so none goes stale). The SDK's
-transport security checks the Host header (421 otherwise) and a browser's Origin, which must be
-listed in ``server.cors_allowed_origins`` (403 otherwise; no Origin is normal for agents). The
-request's ``Authorization`` header is what tool calls forward to REST, which decides.
+Each POST is a fresh transport (no session survives a restart, so none goes stale). Before it,
+the SDK's transport-security check guards against DNS rebinding: the Host header must be loopback,
+``server.host`` or one of ``mcp.allowed_hosts`` (421 otherwise), and a browser's Origin must be the
+server's own loopback origin (``http://127.0.0.1:<port>``, ``http://localhost:<port>`` or
+``http://[::1]:<port>``, for the port the request came in on) or be listed in
+``server.cors_allowed_origins`` (403 otherwise; no Origin is normal for agents). The request's
+``Authorization`` header is what tool calls forward to REST, which decides.
 """
 
 from __future__ import annotations
@@ -14,7 +17,8 @@ from typing import Any, Final
 
 from fastapi import FastAPI
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecuritySettings
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from starlette.requests import Request
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
@@ -28,7 +32,8 @@ from quipu.rest.middleware import MAX_BODY
 from quipu.rest.problems import problem_response
 
 PATH: Final = "/mcp"
-LOOPBACK_HOSTS: Final = ("127.0.0.1:*", "localhost:*", "[::1]:*")
+LOOPBACK_NAMES: Final = ("127.0.0.1", "localhost", "[::1]")
+LOOPBACK_HOSTS: Final = tuple(f"{name}:*" for name in LOOPBACK_NAMES)
 
 
 def allowed_hosts(settings: Settings) -> list[str]:
@@ -46,20 +51,59 @@ def served_registry(app: FastAPI, settings: Settings) -> Registry:
     )
 
 
-class _PostOnly:
-    """Stateless streamable HTTP needs only POST: GET would hold an idle event stream open."""
+def own_origins(port: int) -> list[str]:
+    """The origins of a page this server serves itself, on a loopback name, at ``port``."""
+    origins = [f"http://{name}:{port}" for name in LOOPBACK_NAMES]
+    if port == 80:  # a browser leaves the scheme's default port out of an Origin
+        origins += [f"http://{name}" for name in LOOPBACK_NAMES]
+    return origins
 
-    def __init__(self, app: StreamableHTTPASGIApp) -> None:
+
+class _Guard:
+    """POST only, then the SDK's Host and Origin checks, then the transport.
+
+    Stateless streamable HTTP needs only POST: GET would hold an idle event stream open. The
+    server's own loopback origins depend on the port it listens on, which is known only per
+    request: ``--bind 127.0.0.1:0`` leaves it to the kernel and an embedding uvicorn (the test
+    servers) never tells the settings. So the port is the socket's the request came in on (the
+    ASGI ``server`` address), not the Host header's: the client cannot choose it, and Host is
+    checked on its own. One SDK check per port, built on first use (a server has one or two).
+    """
+
+    def __init__(self, app: StreamableHTTPASGIApp, hosts: list[str], origins: list[str]) -> None:
         self.app = app
+        self.hosts = hosts
+        self.origins = origins
+        self.checks: dict[int | None, TransportSecurityMiddleware] = {}
+
+    def check(self, port: int | None) -> TransportSecurityMiddleware:
+        found = self.checks.get(port)
+        if found is None:
+            origins = [*self.origins, *(own_origins(port) if port else ())]
+            settings = TransportSecuritySettings(
+                enable_dns_rebinding_protection=True, allowed_hosts=self.hosts, allowed_origins=origins
+            )
+            found = self.checks[port] = TransportSecurityMiddleware(settings)
+        return found
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope.get("method") != "POST":
-            response = problem_response(
-                MethodNotAllowed(f"{scope.get('method')} is not allowed on {PATH}: POST JSON-RPC messages"),
-                headers={"Allow": "POST"},
+        if scope["type"] == "http":
+            if scope.get("method") != "POST":
+                response = problem_response(
+                    MethodNotAllowed(
+                        f"{scope.get('method')} is not allowed on {PATH}: POST JSON-RPC messages"
+                    ),
+                    headers={"Allow": "POST"},
+                )
+                await response(scope, receive, send)
+                return
+            server = scope.get("server")  # (host, port); the port is None on a Unix socket
+            refused = await self.check(server[1] if server else None).validate_request(
+                Request(scope), is_post=True
             )
-            await response(scope, receive, send)
-            return
+            if refused is not None:
+                await refused(scope, receive, send)
+                return
         await self.app(scope, receive, send)
 
 
@@ -74,20 +118,20 @@ class McpHttp:
     def install(self, app: FastAPI) -> None:
         registry = served_registry(app, self.settings)
         self.dispatcher = Dispatcher(app, registry)
-        security = TransportSecuritySettings(
-            enable_dns_rebinding_protection=True,
-            allowed_hosts=allowed_hosts(self.settings),
-            allowed_origins=list(self.settings.server.cors_allowed_origins),
-        )
-        # One manager per app: its run() may be entered only once.
+        # One manager per app: its run() may be entered only once. Host and Origin are checked
+        # before it, by _Guard; the transport still checks the Content-Type.
         self.manager = StreamableHTTPSessionManager(
             app=build_server(registry, self.dispatcher, http_credential),
             stateless=True,
             json_response=True,
-            security_settings=security,
+            security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
             max_request_body_size=MAX_BODY,
         )
-        endpoint: Any = _PostOnly(StreamableHTTPASGIApp(self.manager))
+        endpoint: Any = _Guard(
+            StreamableHTTPASGIApp(self.manager),
+            hosts=allowed_hosts(self.settings),
+            origins=list(self.settings.server.cors_allowed_origins),
+        )
         app.router.routes.append(Route(PATH, endpoint=endpoint, methods=["GET", "POST", "DELETE"]))
         app.state.mcp_registry = registry
 

@@ -1,13 +1,13 @@
 """The low-level ``mcp`` Server built from the registry, for either transport.
 
-``tools/list`` is the registry; ``tools/call`` goes through the dispatcher into the REST app.
+``tools/list`` is the registry, in one page: quipu issues no cursor, so a request carrying one is
+refused (invalid params). ``tools/call`` goes through the dispatcher into the REST app.
 The credential comes from the transport only: the HTTP request's ``Authorization`` header, or
 the bearer read from the stdio token file, never from a tool argument.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
 
@@ -17,7 +17,7 @@ from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.models import InitializationOptions
 
 import quipu
-from quipu.mcp.dispatch import Dispatcher, text_result
+from quipu.mcp.dispatch import Dispatcher, internal_error, invalid_params
 from quipu.mcp.registry import Registry
 
 log = logging.getLogger("quipu.mcp")
@@ -55,6 +55,11 @@ def build_server(registry: Registry, dispatcher: Dispatcher, credential: Credent
     async def list_tools(
         ctx: ServerRequestContext[object], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
+        if params is not None and params.cursor is not None:
+            raise invalid_params(
+                f"invalid cursor {params.cursor!r}: quipu lists every tool in one page and issues "
+                "no cursor; list again without one"
+            )
         return types.ListToolsResult(tools=tools)
 
     async def call_tool(
@@ -63,14 +68,10 @@ def build_server(registry: Registry, dispatcher: Dispatcher, credential: Credent
         try:
             return await dispatcher.call(params.name, params.arguments, credential(ctx))
         except MCPError:
-            raise  # deliberate protocol errors: unknown tool, wrong argument types
+            raise  # the one deliberate protocol error: an unknown tool
         except Exception:
             log.exception("tool call %s failed", params.name)
-            body = {
-                "error": "internal error: the tool call could not be completed",
-                "reason": "internal_error",
-            }
-            return text_result(json.dumps(body), error=True)
+            return internal_error()
 
     return Server(
         "quipu",

@@ -12,10 +12,8 @@ from __future__ import annotations
 from mcp.server.stdio import stdio_server
 
 from quipu.config import Settings
-from quipu.mcp.dispatch import Dispatcher
-from quipu.mcp.http import served_registry
+from quipu.mcp.local import LocalTools
 from quipu.mcp.server import build_server, initialization_options
-from quipu.rest.app import create_app
 from quipu.rest.auth import read_token_file
 
 
@@ -27,12 +25,7 @@ def stdio_authorization(token_file: str | None) -> str | None:
 
 
 async def serve_stdio(settings: Settings, authorization: str | None) -> None:
-    app = create_app(settings)
-    registry = served_registry(app, settings)
-    dispatcher = Dispatcher(app, registry)
-    server = build_server(registry, dispatcher, lambda _ctx: authorization)
-    try:
-        async with app.router.lifespan_context(app), stdio_server() as (read, write):
-            await server.run(read, write, initialization_options(server))
-    finally:
-        await dispatcher.aclose()
+    tools = LocalTools(settings)
+    server = build_server(tools.dispatcher.registry, tools.dispatcher, lambda _ctx: authorization)
+    async with tools.open(), stdio_server() as (read, write):
+        await server.run(read, write, initialization_options(server))

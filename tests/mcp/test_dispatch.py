@@ -2,7 +2,8 @@
 
 Each test runs the real app over a real store file with its lifespan entered; an ASGI recorder
 between the dispatcher and the app shows exactly which requests a call sent (method, query
-string, headers, body). The SDK's in-memory client drives the server in both protocol eras.
+string, headers, body). The SDK's in-memory client drives the server in both protocol eras. The
+last tests give the dispatcher a running server's base URL instead of the app.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from quipu.rest.app import create_app
 from quipu.rest.auth import hash_token
 from quipu.version import version_info
 from tests.backends import store_location
+from tests.rest.live_server import live_server
 
 pytestmark = pytest.mark.anyio
 
@@ -157,39 +159,139 @@ async def knot(r: Running, turtle: str = SEED) -> None:
 
 # -- types are checked before any request -------------------------------------------------------------
 
-WRONG_TYPES: Final[list[tuple[str, dict[str, Any]]]] = [
-    ("quipu_knot", {"turtle": 5}),
-    ("quipu_knot", {"turtle": "<a> <b> <c> .", "replace_snapshot": "yes"}),
-    ("quipu_set", {"entity": ["x"], "predicate": "p", "value": 1}),
-    ("quipu_query", {"query": "ASK {}", "tx": "3"}),  # under anyOf [integer, null]
-    ("quipu_cord", {"limit": "ten"}),
-    ("quipu_transactions", {"since": "abc"}),
-    ("quipu_transactions", {"limit": 1.5}),
-    ("quipu_entity", {"iri": 5}),
-    ("quipu_entity", {"iri": "http://ex.org/a", "expanded": "yes"}),
-    ("quipu_fragments", {"page": True}),
-    ("quipu_update", {"update": 1}),
-    ("quipu_update", {"update": "INSERT DATA {}", "actor": {"name": "x"}}),
-    ("quipu_update", {"update": "INSERT DATA {}", "using-graph-uri": "http://ex.org/g"}),
-    ("quipu_stats", {"anything": [1, 2]}),  # a list cannot be a query value
+# (tool, arguments, the field named)
+WRONG_TYPES: Final[list[tuple[str, dict[str, Any], str]]] = [
+    ("quipu_knot", {"turtle": 5}, "turtle"),
+    ("quipu_knot", {"turtle": "<a> <b> <c> .", "replace_snapshot": "yes"}, "replace_snapshot"),
+    ("quipu_set", {"entity": ["x"], "predicate": "p", "value": 1}, "entity"),
+    ("quipu_query", {"query": "ASK {}", "tx": "3"}, "tx"),  # under anyOf [integer, null]
+    ("quipu_cord", {"limit": "ten"}, "limit"),
+    ("quipu_transactions", {"since": "abc"}, "since"),
+    ("quipu_transactions", {"limit": 1.5}, "limit"),
+    ("quipu_entity", {"iri": 5}, "iri"),
+    ("quipu_entity", {"iri": "http://ex.org/a", "expanded": "yes"}, "expanded"),
+    ("quipu_fragments", {"page": True}, "page"),
+    ("quipu_update", {"update": 1}, "update"),
+    ("quipu_update", {"update": "INSERT DATA {}", "actor": {"name": "x"}}, "actor"),
+    ("quipu_update", {"update": "INSERT DATA {}", "using-graph-uri": "http://ex.org/g"}, "using-graph-uri"),
+    ("quipu_stats", {"anything": [1, 2]}, "anything"),  # a list cannot be a query value
+    # Value forms of DM §2.1: the keys tell the forms apart, so keys that fit none are a wrong type.
+    ("quipu_set", {"entity": EX + "a", "predicate": EX + "p", "value": 5}, "value"),
+    ("quipu_set", {"entity": EX + "a", "predicate": EX + "p", "value": {"int": "5"}}, "value"),
+    (
+        "quipu_set",
+        {"entity": EX + "a", "predicate": EX + "p", "value": {"iri": EX + "b", "lang": "en"}},
+        "value",
+    ),
+    ("quipu_set", {"entity": EX + "a", "predicate": EX + "p", "value": {}}, "value"),
+    ("quipu_retract", {"entity": EX + "a", "value": [EX + "b"]}, "value"),
+    ("quipu_retract", {"entity": EX + "a", "value": {"bool": "true"}}, "value"),
+    (
+        "quipu_episode",
+        {"name": "e", "edges": [{"source": "a", "target": "b", "relation": "r", "confidence": True}]},
+        "edges.0.confidence",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("tool", "arguments"), WRONG_TYPES, ids=[f"{t}-{sorted(a)}" for t, a in WRONG_TYPES])
-async def test_a_wrong_type_is_invalid_params_and_sends_no_request(
-    tmp_path: Path, access_log: Collect, tool: str, arguments: dict[str, Any]
+@pytest.mark.parametrize(
+    ("tool", "arguments", "field"),
+    WRONG_TYPES,
+    ids=[f"{t}-{f}-{i}" for i, (t, _, f) in enumerate(WRONG_TYPES)],
+)
+async def test_a_wrong_type_is_a_wrong_type_error_result_and_sends_no_request(
+    tmp_path: Path, access_log: Collect, tool: str, arguments: dict[str, Any], field: str
 ) -> None:
     async with running(tmp_path) as r:
         await knot(r)
         before, requests = r.tx_count(), len(r.recorder.requests)
         access_log.records.clear()
-        with pytest.raises(MCPError) as raised:
-            await r.dispatcher.call(tool, arguments, f"Bearer {TOKEN}")
-        assert raised.value.code == INVALID_PARAMS
-        assert tool in raised.value.message
+        result = await r.dispatcher.call(tool, arguments, f"Bearer {TOKEN}")
+        assert result.is_error is True and result.structured_content is None
+        body = body_of(result)
+        message = body.pop("error")
+        assert body == {
+            "type": "urn:quipu:problem:wrong_type",
+            "title": "Bad Request",
+            "status": 400,
+            "reason": "wrong_type",
+            "field": field,
+        }
+        assert message.startswith(f"'{field}' must be ")
         assert len(r.recorder.requests) == requests
         assert access_log.records == []
         assert r.tx_count() == before == 1
+
+
+async def test_a_wrong_type_result_is_rests_own_wrong_type_body(tmp_path: Path) -> None:
+    # The same error class through the same problem mapping: the shape REST answers a wrong type with.
+    async with running(tmp_path) as r:
+        result = await r.dispatcher.call("quipu_transactions", {"since": "abc"}, None)
+        rest = await r.rest.get(
+            "/transactions", params={"limit": "ten"}, headers={"Accept": "application/json"}
+        )
+        assert rest.status_code == 400 and rest.headers["content-type"] == "application/problem+json"
+        mine, theirs = body_of(result), rest.json()
+        assert set(mine) == set(theirs)
+        assert {k: mine[k] for k in ("type", "title", "status", "reason")} == {
+            k: theirs[k] for k in ("type", "title", "status", "reason")
+        }
+
+
+VALUE_FORMS: Final[list[Any]] = [
+    "plain",
+    {"iri": EX + "b"},
+    {"str": "s"},
+    {"int": 5},
+    {"float": 1.5},
+    {"float": 2},
+    {"bool": False},
+    {"value": "v", "lang": "en"},
+    {"value": "2026-01-01", "datatype": "http://www.w3.org/2001/XMLSchema#date"},
+]
+
+
+@pytest.mark.parametrize("value", VALUE_FORMS, ids=[json.dumps(v) for v in VALUE_FORMS])
+async def test_every_value_form_passes_the_type_check_and_reaches_rest(tmp_path: Path, value: Any) -> None:
+    async with running(tmp_path) as r:
+        await knot(r)
+        r.recorder.requests.clear()
+        written = await r.dispatcher.call(
+            "quipu_set", {"entity": EX + "a", "predicate": EX + "q", "value": value}, None
+        )
+        assert not written.is_error, text_of(written)
+        retracted = await r.dispatcher.call(
+            "quipu_retract", {"entity": EX + "a", "predicate": EX + "q", "value": value}, None
+        )
+        assert body_of(retracted)["retracted"] == 1
+        assert [seen.path for seen in r.recorder.requests] == ["/set", "/retract"]
+
+
+async def test_a_value_of_the_right_form_is_still_the_stores_to_judge(tmp_path: Path) -> None:
+    # {"int": 5.0} is a JSON integer to JSON Schema, but not to the store: REST refuses it.
+    async with running(tmp_path) as r:
+        await knot(r)
+        r.recorder.requests.clear()
+        result = await r.dispatcher.call(
+            "quipu_set", {"entity": EX + "a", "predicate": EX + "q", "value": {"int": 5.0}}, None
+        )
+        assert result.is_error and body_of(result)["reason"] == "invalid_field"
+        assert [seen.path for seen in r.recorder.requests] == ["/set"]
+
+
+async def test_a_number_or_grade_confidence_passes_and_other_types_do_not(tmp_path: Path) -> None:
+    async with running(tmp_path) as r:
+        for confidence in ("EXTRACTED", 0.75, 1, None):
+            edge: dict[str, Any] = {"source": "a", "target": "b", "relation": "r", "confidence": confidence}
+            result = await r.dispatcher.call(
+                "quipu_episode", {"name": f"e-{confidence}", "edges": [edge]}, None
+            )
+            assert not result.is_error, text_of(result)
+        for wrong in (True, {"grade": "EXTRACTED"}, [0.5]):
+            edge = {"source": "a", "target": "b", "relation": "r", "confidence": wrong}
+            result = await r.dispatcher.call("quipu_episode", {"name": "x", "edges": [edge]}, None)
+            assert body_of(result)["field"] == "edges.0.confidence"
+        assert [seen.path for seen in r.recorder.requests] == ["/episode"] * 4
 
 
 async def test_a_missing_required_field_is_the_routes_to_judge(tmp_path: Path) -> None:
@@ -202,12 +304,12 @@ async def test_a_missing_required_field_is_the_routes_to_judge(tmp_path: Path) -
 
 
 @pytest.mark.parametrize("mode", ERAS)
-async def test_a_wrong_type_through_the_sdk_client_is_a_protocol_error(tmp_path: Path, mode: str) -> None:
+async def test_a_wrong_type_through_the_sdk_client_is_an_error_result(tmp_path: Path, mode: str) -> None:
     async with running(tmp_path) as r:
         async with Client(build_server(r.registry, r.dispatcher, lambda _ctx: None), mode=mode) as client:
-            with pytest.raises(MCPError) as raised:
-                await client.call_tool("quipu_transactions", {"since": "abc"})
-        assert raised.value.code == INVALID_PARAMS
+            result = await client.call_tool("quipu_transactions", {"since": "abc"})
+        assert result.is_error is True
+        assert (body_of(result)["reason"], body_of(result)["field"]) == ("wrong_type", "since")
         assert r.recorder.requests == []
 
 
@@ -418,13 +520,16 @@ async def test_version_is_answered_without_any_rest_request(tmp_path: Path, acce
         assert result.structured_content == rest.json()  # the same function the route uses
 
 
-async def test_version_refuses_an_argument(tmp_path: Path) -> None:
+async def test_version_refuses_an_argument_as_get_version_does(tmp_path: Path) -> None:
     async with running(tmp_path) as r:
-        with pytest.raises(MCPError) as raised:
-            await r.dispatcher.call("quipu_version", {"verbose": True}, None)
-        assert raised.value.code == INVALID_PARAMS
-        assert "verbose" in raised.value.message
+        result = await r.dispatcher.call("quipu_version", {"verbose": True}, None)
         assert r.recorder.requests == []
+        rest = await r.rest.get(
+            "/version", params={"verbose": "true"}, headers={"Accept": "application/json"}
+        )
+        assert rest.status_code == 400
+        assert result.is_error is True and text_of(result) == rest.text  # byte for byte
+        assert (body_of(result)["reason"], body_of(result)["field"]) == ("unknown_field", "verbose")
 
 
 # -- unknown keys: the route's regime -----------------------------------------------------------------
@@ -453,8 +558,6 @@ async def test_every_strict_tool_leaves_an_unknown_key_to_rest_which_refuses_it(
         strict = [s for s in r.registry if s.input_schema.get("additionalProperties") is False]
         assert {s.name for s in strict} >= {"quipu_entity_history", "quipu_update", "quipu_transactions"}
         for spec in strict:
-            if spec.name == "quipu_version":
-                continue  # answered in process; refuses any argument as a protocol error (above)
             properties = spec.input_schema.get("properties", {})
             arguments: dict[str, Any] = {
                 name: _filler(properties.get(name, {})) for name in spec.input_schema.get("required", [])
@@ -544,3 +647,35 @@ async def test_sdk_client_lists_the_registry_and_round_trips_a_write_and_a_read(
             assert failed.is_error
             assert json.loads(text_of(failed))["reason"] == "sparql_parse_error"
         assert r.kb.transactions()["transactions"][-1]["authenticated"]["principal"] == "bot"
+
+
+# -- the transport is the constructor's choice ---------------------------------------------------------
+
+
+async def test_a_base_url_sends_the_same_requests_to_a_running_server(tmp_path: Path) -> None:
+    settings = load_settings(store={"db": store_location(tmp_path, "served.db")}, server=GUARDED)
+    registry = build_registry(create_app(settings).openapi())
+    with live_server(settings) as url:
+        remote = Dispatcher(url, registry)
+        try:
+            refused = await remote.call("quipu_knot", {"turtle": SEED}, None)
+            written = await remote.call("quipu_knot", {"turtle": SEED, "colour": "blue"}, f"Bearer {TOKEN}")
+            read = await remote.call("quipu_transactions", {}, None)
+            wrong = await remote.call("quipu_query", {"query": 5}, None)
+        finally:
+            await remote.aclose()
+        rest = httpx.post(url + "/knot", json={"turtle": SEED}, headers={"Accept": "application/json"})
+    assert refused.is_error and text_of(refused) == rest.text  # the server's own 401, byte for byte
+    assert not written.is_error and body_of(written)["ignored_fields"] == ["colour"]
+    assert body_of(read)["transactions"][-1]["authenticated"]["principal"] == "bot"
+    assert wrong.is_error and body_of(wrong)["reason"] == "wrong_type"  # checked here, as in process
+
+
+async def test_an_unreachable_server_raises_the_transport_error(tmp_path: Path) -> None:
+    registry = build_registry(create_app(load_settings(store={"db": ":memory:"})).openapi())
+    remote = Dispatcher("http://127.0.0.1:9", registry)
+    try:
+        with pytest.raises(httpx.TransportError):
+            await remote.call("quipu_health", {}, None)
+    finally:
+        await remote.aclose()

@@ -8,10 +8,10 @@ cannot back-date an episode (rule 4).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, WithJsonSchema
 
 from quipu.episodes.retract import episode_name, orphan_policy
 from quipu.rest.deps import AuthDep, KbDep, SettingsDep
@@ -35,13 +35,31 @@ class EpisodeNode(BaseModel):
     )
 
 
+# What the episode builder reifies (DM §9.2). Published only: REST still accepts any JSON value here
+# and the builder ignores other types, as the original does.
+Confidence = Annotated[
+    Any,
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "string", "description": "a grade, such as EXTRACTED, INFERRED or AMBIGUOUS"},
+                {"type": "number", "minimum": 0, "maximum": 1},
+                {"type": "null"},
+            ],
+            "description": "reify the edge with this quipu:confidence: a grade (a string literal) or a "
+            "number from 0 to 1 (an xsd:decimal)",
+        }
+    ),
+]
+
+
 class EpisodeEdge(BaseModel):
     model_config = ConfigDict(strict=True)
 
     source: str
     target: str
     relation: str
-    confidence: Any = None  # a grade string or a number 0-1; other JSON types are ignored
+    confidence: Confidence = None
 
 
 class EpisodeRequest(Annotating):

@@ -2,15 +2,16 @@
 
 All three are Annotating: unknown keys are reported as ``ignored_fields``, except that /retract
 and /set refuse a ``graph`` key (even ``null``) before anything else, since they write ROOT only.
+An object ``value`` is validated by the store (DM §2.1); its published schema lists those forms.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar, Final
 
 from fastapi import APIRouter
-from pydantic import BaseModel, model_validator
+from pydantic import BaseModel, WithJsonSchema, model_validator
 
 from quipu.documents.knot import response_body
 from quipu.errors import InvalidField, ShaclViolation
@@ -22,6 +23,45 @@ router = APIRouter(tags=["writes"])
 
 
 # -- request bodies --------------------------------------------------------------------------
+
+
+def _form(**keys: str) -> dict[str, Any]:
+    """A JSON value form of DM §2.1: an object with exactly these keys, of these JSON types."""
+    return {
+        "type": "object",
+        "properties": {key: {"type": kind} for key, kind in keys.items()},
+        "required": list(keys),
+        "additionalProperties": False,
+    }
+
+
+# The input forms of an object value (DM §2.1, parsed by quipu.store.values.from_json). Published
+# only: the field itself stays ``Any`` so REST's refusals keep the store's own wording.
+VALUE_FORMS: Final[list[dict[str, Any]]] = [
+    {"type": "string"},
+    _form(iri="string"),
+    _form(str="string"),
+    _form(int="integer"),
+    _form(float="number"),
+    _form(bool="boolean"),
+    _form(value="string", lang="string"),
+    _form(value="string", datatype="string"),
+]
+_VALUE_HELP: Final = (
+    'the object: a bare string is a plain literal (even when it looks like an IRI); {"iri": …} a '
+    'reference; {"str": …}, {"int": …}, {"float": …} or {"bool": …} a literal of that type; '
+    '{"value": …, "lang": …} a language-tagged string; {"value": …, "datatype": …} a typed literal'
+)
+Value = Annotated[Any, WithJsonSchema({"anyOf": VALUE_FORMS, "description": _VALUE_HELP})]
+AnyValue = Annotated[
+    Any,
+    WithJsonSchema(
+        {
+            "anyOf": [*VALUE_FORMS, {"type": "null"}],
+            "description": f"{_VALUE_HELP}; null or absent: any value",
+        }
+    ),
+]
 
 
 class KnotRequest(Annotating):
@@ -60,7 +100,7 @@ class RetractRequest(_RootOnly):
     route: ClassVar[str] = "/retract"
     entity: str
     predicate: str | None = None
-    value: Any = None  # DM §2.1 input forms, checked by the store
+    value: AnyValue = None
     timestamp: str | None = None
     actor: str | None = None
     source: str | None = None
@@ -71,7 +111,7 @@ class SetRequest(_RootOnly):
     route: ClassVar[str] = "/set"
     entity: str
     predicate: str
-    value: Any  # DM §2.1 input forms, checked by the store
+    value: Value
     timestamp: str | None = None
     actor: str | None = None
     source: str | None = None

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, Final
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -28,6 +30,17 @@ JSON_RPC: Final = {"Content-Type": "application/json", "Accept": "application/js
 def http(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
     with serve("http", tmp_path_factory.mktemp("http-only")) as served:
         yield served
+
+
+def _port(target: Target) -> int:
+    assert target.url is not None
+    port = urlsplit(target.url).port
+    assert port is not None
+    return port
+
+
+def _own_origins(port: int) -> list[str]:
+    return [f"http://127.0.0.1:{port}", f"http://localhost:{port}", f"http://[::1]:{port}"]
 
 
 def _post(target: Target, **headers: str) -> httpx.Response:
@@ -54,6 +67,36 @@ def test_a_request_without_origin_is_served_and_opens_no_session(http: Target) -
 
 def test_a_listed_browser_origin_is_served(http: Target) -> None:
     _initialized(_post(http, Origin=ALLOWED_ORIGIN))
+
+
+def test_the_servers_own_loopback_origins_are_served(http: Target) -> None:
+    # A page the server itself serves (a browser client on this machine) posts with its origin.
+    for origin in _own_origins(_port(http)):
+        _initialized(_post(http, Origin=origin))
+
+
+def test_a_loopback_origin_on_another_port_is_refused_with_403(http: Target) -> None:
+    # Another local web app (a dev server, a rebinding page) is not this server's own origin.
+    port = _port(http)
+    for origin in [*_own_origins(port + 1), "http://localhost", f"https://localhost:{port}"]:
+        response = _post(http, Origin=origin)
+        assert response.status_code == 403, origin
+        assert "result" not in response.text
+
+
+def test_own_origins_under_the_default_configuration(tmp_path: Path) -> None:
+    # No cors_allowed_origins at all. The harness passes its port to uvicorn only, so the settings
+    # still say 3030: the origin follows the port the server really listens on.
+    with serve("http", tmp_path, overrides={"server": {"cors_allowed_origins": []}}) as target:
+        port = _port(target)
+        for origin in _own_origins(port):
+            _initialized(_post(target, Origin=origin))
+        refused = ["http://evil.example", ALLOWED_ORIGIN]
+        if port != 3030:
+            refused.append("http://127.0.0.1:3030")
+        for origin in refused:
+            assert _post(target, Origin=origin).status_code == 403, origin
+        assert _post(target, Host="evil.example", Origin=f"http://127.0.0.1:{port}").status_code == 421
 
 
 @pytest.mark.parametrize("origin", ["http://evil.example", "http://localhost:8000", "null"])

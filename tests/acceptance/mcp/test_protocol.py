@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Final
 
 import httpx
+import jsonschema
+import mcp.types as types
 import pytest
 from fastapi.testclient import TestClient
 from mcp import MCPError
@@ -123,32 +125,112 @@ def test_a_bad_sparql_query_is_an_error_result_carrying_the_rest_body(target: Ta
     assert body == json.loads(rest_body)
 
 
-def test_wrong_argument_types_and_unknown_tools_are_protocol_errors_sending_no_request(
+def test_wrong_argument_types_are_error_results_and_unknown_tools_protocol_errors_sending_no_request(
     target: Target,
 ) -> None:
+    # Since 2025-11-25 an input-validation failure is a tool result the model can read and act on;
+    # only a tool that does not exist stays a protocol error.
     label = "invalid-params"
 
-    async def main() -> list[MCPError]:
-        errors: list[MCPError] = []
+    async def main() -> tuple[list[types.CallToolResult], MCPError]:
         async with target.client(SHARED.token, label=label) as client:
-            for name, arguments in (
-                ("quipu_query", {"query": 5}),
-                ("quipu_knot", {"turtle": ["not", "a", "string"]}),
-                ("quipu_fragments", {"page": "two"}),
-                ("quipu_no_such_tool", {}),
-            ):
-                with pytest.raises(MCPError) as caught:
-                    await client.call_tool(name, arguments)
-                errors.append(caught.value)
+            results = [
+                await client.call_tool(name, arguments)
+                for name, arguments in (
+                    ("quipu_query", {"query": 42}),
+                    ("quipu_knot", {"turtle": ["not", "a", "string"]}),
+                    ("quipu_fragments", {"page": "two"}),
+                    (
+                        "quipu_set",
+                        {
+                            "entity": "http://example.org/e",
+                            "predicate": "http://example.org/p",
+                            "value": {"int": "5"},
+                        },
+                    ),
+                )
+            ]
+            with pytest.raises(MCPError) as caught:
+                await client.call_tool("quipu_no_such_tool", {})
             ok_body(await client.call_tool("quipu_health", {}))  # the session is still usable
-        return errors
+        return results, caught.value
 
     with recorded_paths() as seen:
-        errors = run(main)
+        results, unknown = run(main)
     paths = seen if target.transport == "http" else access_paths(target.stderr_of(label))
-    assert [e.code for e in errors] == [INVALID_PARAMS] * 4
-    assert (
-        "'query'" in errors[0].message and "'turtle'" in errors[1].message and "'page'" in errors[2].message
-    )
-    assert "unknown tool" in errors[3].message
+    for result, field in zip(results, ["query", "turtle", "page", "value"], strict=True):
+        body = error_body(result)
+        assert (body["status"], body["reason"], body["field"]) == (400, "wrong_type", field)
+        assert body["type"] == "urn:quipu:problem:wrong_type" and body["title"] == "Bad Request"
+        assert f"'{field}'" in body["error"]
+    assert unknown.code == INVALID_PARAMS and "unknown tool" in unknown.message
     assert paths == ["/health"]  # the refused calls never reached REST
+
+
+def test_a_tools_list_cursor_is_invalid_params(target: Target) -> None:
+    # Every tool comes in one page, so any cursor is one quipu never issued.
+    async def main() -> tuple[list[MCPError], int]:
+        errors: list[MCPError] = []
+        async with target.client() as client:
+            for cursor in ("bogus", ""):
+                with pytest.raises(MCPError) as caught:
+                    await client.list_tools(cursor=cursor)
+                errors.append(caught.value)
+            listed = await client.list_tools()
+            return errors, len(listed.tools)
+
+    errors, count = run(main)
+    assert [e.code for e in errors] == [INVALID_PARAMS] * 2
+    assert all("cursor" in e.message for e in errors)
+    assert "'bogus'" in errors[0].message
+    assert count == len(registry(target.config))
+
+
+VALUE_FORMS: Final = [
+    {"type": "string"},
+    *(
+        {
+            "type": "object",
+            "properties": {key: {"type": kind} for key, kind in form.items()},
+            "required": list(form),
+            "additionalProperties": False,
+        }
+        for form in (
+            {"iri": "string"},
+            {"str": "string"},
+            {"int": "integer"},
+            {"float": "number"},
+            {"bool": "boolean"},
+            {"value": "string", "lang": "string"},
+            {"value": "string", "datatype": "string"},
+        )
+    ),
+]
+
+
+def test_value_and_confidence_schemas_list_the_forms_accepted(target: Target) -> None:
+    async def main() -> tuple[dict[str, dict[str, Any]], types.CallToolResult, types.CallToolResult]:
+        async with target.client(SHARED.token) as client:
+            tools = {tool.name: tool.input_schema for tool in (await client.list_tools()).tools}
+            wrong_form = await client.call_tool(
+                "quipu_retract", {"entity": "http://example.org/e", "value": {"iri": 5}}
+            )
+            edge = {"source": "a", "target": "b", "relation": "r", "confidence": True}
+            wrong_grade = await client.call_tool("quipu_episode", {"name": "e", "edges": [edge]})
+            return tools, wrong_form, wrong_grade
+
+    tools, wrong_form, wrong_grade = run(main)
+    for name in ("quipu_set", "quipu_retract", "quipu_episode"):
+        jsonschema.Draft202012Validator.check_schema(tools[name])
+    set_value = tools["quipu_set"]["properties"]["value"]
+    retract_value = tools["quipu_retract"]["properties"]["value"]
+    assert set_value["anyOf"] == VALUE_FORMS
+    assert retract_value["anyOf"] == [*VALUE_FORMS, {"type": "null"}]  # null or absent: any value
+    assert tools["quipu_set"]["required"] == ["entity", "predicate", "value"]
+    confidence = tools["quipu_episode"]["$defs"]["EpisodeEdge"]["properties"]["confidence"]
+    assert [branch["type"] for branch in confidence["anyOf"]] == ["string", "number", "null"]
+    assert (confidence["anyOf"][1]["minimum"], confidence["anyOf"][1]["maximum"]) == (0, 1)
+    for result, field in ((wrong_form, "value"), (wrong_grade, "edges.0.confidence")):
+        body = error_body(result)
+        assert (body["reason"], body["field"]) == ("wrong_type", field)
+        assert body["error"].startswith(f"'{field}' must be ")

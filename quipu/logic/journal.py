@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from quipu.logic.durable import fsync_dir
 from quipu.logic.errors import LogicError
 
 JOURNAL_NAME = "journal.wal"
@@ -352,17 +353,3 @@ def _archive_path(path: Path, epoch: int) -> Path:
         candidate = path.with_name(f"journal-{epoch}-{n}.wal")
         n += 1
     return candidate
-
-
-def fsync_dir(directory: Path) -> None:
-    """Make a create or rename in ``directory`` durable (best effort: not every FS allows it)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

@@ -3,19 +3,15 @@
 ``KnowledgeService`` runs the twelve tools ``echo``, ``remember_fact``, ``define_rule``,
 ``query_logic``, ``trace_dependency``, ``verify_consistency``, ``explain_why``,
 ``get_knowledge_schema``, ``forget_fact``, ``clear_context``, ``update_fact`` and
-``upsert_fact`` over one ``Engine``. Each takes the ``arguments`` object of a ``tools/call`` and
-returns a ``ToolResult``: the one text content item and the result-level ``isError`` (R-T7).
-Nothing here knows MCP, REST or files; two seams connect it to the rest:
+``upsert_fact`` over one ``Engine``. The plumbing all tool services share (``ToolResult``, the
+``Memories`` and ``JournalSink`` seams, argument checks, ``run_tool``) is in
+quipu/logic/tooling.py; this module re-exports the names other code imports from here.
 
-* ``Memories``: which memories are mounted and how (the mount registry, §7). A memory that is
-  mounted is a module of the engine.
-* ``JournalSink``: where the journal batch of an effective mutation goes (§6.3). A tool hands
-  over one batch of ``(op, clause)`` pairs after the engine changed and before it returns;
-  failed or no-op mutations hand over nothing (R-W4), except ``clear_context`` (R-CC4).
-
-The engine changes first and the batch follows: a crash in between loses an unacknowledged
-mutation, never journals one that did not happen. Each mutation runs as one helper call
-(prolog/knowledge.pl) that validates all its text before changing anything.
+A mutation hands its journal sink one batch of ``(op, clause)`` pairs after the engine changed
+and before it returns; failed or no-op mutations hand over nothing (R-W4), except
+``clear_context`` (R-CC4). The engine changes first and the batch follows: a crash in between
+loses an unacknowledged mutation, never journals one that did not happen. Each mutation runs as
+one helper call (prolog/knowledge.pl) that validates all its text before changing anything.
 
 Calls are serialised by a lock (R-T3). A dead engine is restarted (its restart hooks reload
 snapshot and journal) and the call that met it fails with ``ExecutionFailed``.
@@ -23,44 +19,46 @@ snapshot and journal) and the call that met it fails with ``ExecutionFailed``.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
-import threading
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
-from quipu.logic.engine import MAX_SOLUTIONS, Engine, functor_parts
-from quipu.logic.errors import (
-    EngineDied,
-    EngineError,
-    EngineLimit,
-    GoalRefused,
-    LogicError,
-    PrologSyntaxError,
-)
+from quipu.logic.engine import MAX_SOLUTIONS
+from quipu.logic.errors import EngineDied, EngineLimit, GoalRefused, LogicError, PrologSyntaxError
 from quipu.logic.terms import Atom, prolog_string, solutions_json
+from quipu.logic.tooling import (
+    DEFAULT_MEMORY,
+    EXECUTION_FAILED,
+    HIDDEN_PREDICATES,
+    INVALID_ARGUMENTS,
+    PLAIN_ATOM,
+    EngineTools,
+    JournalSink,
+    Memories,
+    Mode,
+    StaticMemories,
+    ToolFailure,
+    ToolResult,
+    compact_json,
+    optional_int,
+    optional_str,
+    predicate_kind,
+    raise_limit,
+    required_str,
+    result_parts,
+)
 
 HELPER = Path(__file__).parent / "prolog" / "knowledge.pl"
-DEFAULT_MEMORY = "default"
-
-INVALID_ARGUMENTS = "InvalidArguments"
-EXECUTION_FAILED = "ExecutionFailed"
 QUERY_FAILED = "Query execution failed"
-READ_ONLY = "Memory is read-only"
+NEW_FACT_IS_RULE = "new_fact must not contain rule syntax"
+FACT_IS_RULE = "fact must not contain rule syntax"
 
-Mode = Literal["rw", "ro"]
 Op = Literal["assert", "retract", "retractall"]
 
-PLAIN_ATOM = re.compile(r"[a-z][A-Za-z0-9_]*\Z")  # R-P3
 START_NODE = re.compile(r"[a-z_][A-Za-z0-9_]*\Z")  # §4.5
 SCOPE = re.compile(r"[A-Za-z0-9_]+\Z")  # §4.6
-# R-I1: names never listed, at any arity (helper predicates live in other modules).
-HIDDEN_PREDICATES = frozenset(
-    {"tms_justification", "zpm_source", "portray", "term_expansion", "goal_expansion"}
-)
 
 TOOL_NAMES = (
     "echo",
@@ -78,135 +76,13 @@ TOOL_NAMES = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class ToolResult:
-    """What a tool answers: one text content item and whether it is an error (R-T7)."""
-
-    text: str
-    is_error: bool = False
-
-    def as_mcp(self) -> dict[str, Any]:
-        """The ``tools/call`` result object."""
-        return {"content": [{"type": "text", "text": self.text}], "isError": self.is_error}
-
-
-class Memories(Protocol):
-    """The mount registry as the tools see it (§7.5)."""
-
-    def mode(self, name: str) -> Mode | None:
-        """``"rw"`` or ``"ro"`` for a mounted memory, ``None`` when ``name`` is not mounted."""
-        ...
-
-
-class JournalSink(Protocol):
-    """Takes the journal batch of one effective mutation of ``memory`` (R-W3): ``(op, clause)``
-    pairs, clause text without the final period, in the order they apply. The sink stamps
-    ``ts``, writes the batch with one write and fsync before returning, and handles its own
-    failures (degraded mode, R-N7) so that the tool still answers."""
-
-    def append(self, memory: str, entries: Sequence[tuple[str, str]]) -> None: ...
-
-
-@dataclass
-class StaticMemories:
-    """A fixed table of mounted memories: enough for tests and for a server without memory
-    segments. ``default`` is mounted read-write unless the table says otherwise."""
-
-    modes: dict[str, Mode] = field(default_factory=dict)
-
-    def mode(self, name: str) -> Mode | None:
-        if name == DEFAULT_MEMORY:
-            return self.modes.get(name, "rw")
-        return self.modes.get(name)
-
-
-class ToolFailure(Exception):
-    """A tool failure whose text is the whole answer."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__(text)
-        self.text = text
-
-
-_Handler = Callable[[Mapping[str, Any]], ToolResult]
-
-
-def run_tool(
-    handler: Callable[[Mapping[str, Any]], ToolResult],
-    arguments: Any,
-    *,
-    restart: Callable[[], None],
-    closed: bool = False,
-    died: str = EXECUTION_FAILED,
-    failures: tuple[type[Exception], ...] = (LogicError, ValueError),
-) -> ToolResult:
-    """The one way every logic tool runs (call it under the engine lock): no arguments means
-    ``{}``, a non-object is ``InvalidArguments``, a ``ToolFailure`` is its own text, a dead engine
-    is restarted (its hooks reload the memories) and that call fails with ``died``, and any other
-    engine, OS or value failure is ``ExecutionFailed``. A ValueError is the engine refusing a
-    memory name or text (e.g. a lone surrogate)."""
-    try:
-        if closed:
-            raise ToolFailure(EXECUTION_FAILED)
-        if arguments is None:
-            arguments = {}
-        if not isinstance(arguments, Mapping):
-            raise ToolFailure(INVALID_ARGUMENTS)
-        return handler(arguments)
-    except ToolFailure as failure:
-        return ToolResult(failure.text, True)
-    except EngineDied:
-        with contextlib.suppress(LogicError):  # still unavailable: later calls fail too
-            restart()
-        return ToolResult(died, True)
-    except failures:
-        return ToolResult(EXECUTION_FAILED, True)
-
-
-class KnowledgeService:
+class KnowledgeService(EngineTools):
     """The knowledge tools over one engine. ``call(name, arguments)`` runs a tool by name; each
     tool also has a method of its own name."""
 
-    def __init__(
-        self,
-        engine: Engine,
-        memories: Memories,
-        journal: JournalSink,
-        *,
-        lock: threading.RLock | None = None,
-    ) -> None:
-        self.engine = engine
-        self.memories = memories
-        self.journal = journal
-        # One lock per engine: every service over the same engine must share it (R-T3).
-        self._lock = lock if lock is not None else threading.RLock()
-        engine.load_helper(HELPER)
-        self._handlers: dict[str, _Handler] = {
-            "echo": self._echo,
-            "remember_fact": self._remember_fact,
-            "define_rule": self._define_rule,
-            "query_logic": self._query_logic,
-            "trace_dependency": self._trace_dependency,
-            "verify_consistency": self._verify_consistency,
-            "explain_why": self._explain_why,
-            "get_knowledge_schema": self._get_knowledge_schema,
-            "forget_fact": self._forget_fact,
-            "clear_context": self._clear_context,
-            "update_fact": self._update_fact,
-            "upsert_fact": self._upsert_fact,
-        }
-
-    # ------------------------------------------------------------------ dispatch
-
-    def handles(self, name: str) -> bool:
-        return name in self._handlers
-
-    def call(self, name: str, arguments: Any = None) -> ToolResult:
-        """Run tool ``name``; ``arguments`` absent (None) means no arguments (§2.2). Raises
-        KeyError for a name that is not one of these tools (a protocol error, R-T8)."""
-        handler = self._handlers[name]
-        with self._lock:
-            return run_tool(handler, arguments, restart=self.engine.restart)
+    tool_names = TOOL_NAMES
+    helpers = (HELPER,)
+    helper_module = "quipu_knowledge"
 
     def echo(self, arguments: Any = None) -> ToolResult:
         return self.call("echo", arguments)
@@ -244,23 +120,7 @@ class KnowledgeService:
     def upsert_fact(self, arguments: Any = None) -> ToolResult:
         return self.call("upsert_fact", arguments)
 
-    # ------------------------------------------------------------------ memories (§7.5)
-
-    def _memory(self, arguments: Mapping[str, Any], *, write: bool) -> str:
-        """The memory a call targets: absent, null or "" is default (R-A4, R-M7); a name that
-        is not mounted fails; a mutation of a read-only memory fails (R-M8)."""
-        name = optional_str(arguments, "memory") or DEFAULT_MEMORY
-        mode = self.memories.mode(name)
-        if mode is None:
-            raise ToolFailure(f"Memory not mounted: {name}")
-        if write and mode != "rw":
-            raise ToolFailure(READ_ONLY)
-        if name not in self.engine.memories():
-            self.engine.ensure_memory(name)
-        return name
-
-    def _helper(self, goal: str) -> Any:
-        return self.engine.call_helper(f"quipu_knowledge:{goal}")
+    # ------------------------------------------------------------------ plumbing
 
     def _journal(self, memory: str, entries: Sequence[tuple[Op, str]]) -> None:
         self.journal.append(memory, list(entries))
@@ -276,11 +136,7 @@ class KnowledgeService:
     def _remember_fact(self, arguments: Mapping[str, Any]) -> ToolResult:
         fact = required_str(arguments, "fact")
         memory = self._memory(arguments, write=True)
-        result = self._helper(f"qk_assert({memory}, {prolog_string(fact)}, R)")
-        kind, args = result_parts(result)
-        if kind != "ok":
-            raise_limit(kind)
-            raise ToolFailure(f"Failed to assert: {fact}")
+        args = self._ok(f"qk_assert({memory}, {prolog_string(fact)}, R)", failure=f"Failed to assert: {fact}")
         self._journal(memory, [("assert", str(args[0]))])  # R-F4
         return ToolResult(f"Asserted: {fact}")
 
@@ -291,8 +147,7 @@ class KnowledgeService:
         if not balanced_parentheses(clause):
             raise ToolFailure("Invalid Prolog syntax in rule: unbalanced parentheses")
         memory = self._memory(arguments, write=True)
-        result = self._helper(f"qk_define({memory}, {prolog_string(clause)}, R)")
-        kind, args = result_parts(result)
+        kind, args = self._helper(f"qk_define({memory}, {prolog_string(clause)}, R)")
         if kind != "ok":
             raise_limit(kind)
             reason = str(args[1]) if kind == "error" and len(args) == 2 else "the rule was not stored"
@@ -343,10 +198,11 @@ class KnowledgeService:
         name = "integrity_violation" if scope is None else f"integrity_violation_{scope}"  # R-V1
         goal = f"'{name}'(X)"
         try:
-            result = self._helper(f"qk_render_solutions({memory}, {prolog_string(goal)}, {MAX_SOLUTIONS}, R)")
+            kind, args = self._helper(
+                f"qk_render_solutions({memory}, {prolog_string(goal)}, {MAX_SOLUTIONS}, R)"
+            )
         except EngineLimit:  # R-V2: the time limit gives no violations
             return ToolResult(compact_json({"violations": []}))
-        kind, args = result_parts(result)
         if kind == "ok":
             violations = [str(text) for text in args[0]]
         elif kind in ("refused", "limit"):
@@ -362,10 +218,9 @@ class KnowledgeService:
         depth = -1 if max_depth is None or max_depth < 0 else max_depth  # R-E5
         not_proven = ToolResult(compact_json({"fact": fact, "proven": False, "proof_tree": None}))
         try:
-            result = self._helper(f"qk_explain({memory}, {prolog_string(fact)}, {depth}, R)")
+            kind, args = self._helper(f"qk_explain({memory}, {prolog_string(fact)}, {depth}, R)")
         except EngineLimit:  # R-E1: proven means a solution within the time limit
             return not_proven
-        kind, args = result_parts(result)
         if kind == "limit":
             return not_proven
         if kind != "ok":  # unparsable or refused (R-Q4)
@@ -378,10 +233,7 @@ class KnowledgeService:
 
     def _get_knowledge_schema(self, arguments: Mapping[str, Any]) -> ToolResult:
         memory = self._memory(arguments, write=False)
-        result = self._helper(f"qk_schema({memory}, R)")
-        kind, args = result_parts(result)
-        if kind != "ok":
-            raise ToolFailure(EXECUTION_FAILED)  # never an empty schema instead
+        args = self._ok(f"qk_schema({memory}, R)")  # a failure is never an empty schema
         rows: list[tuple[str, int, int, int]] = []
         for item in args[0]:
             _, (name, arity, count, rules) = result_parts(item)
@@ -397,12 +249,7 @@ class KnowledgeService:
     def _forget_fact(self, arguments: Mapping[str, Any]) -> ToolResult:
         fact = required_str(arguments, "fact")
         memory = self._memory(arguments, write=True)
-        result = self._helper(f"qk_forget({memory}, {prolog_string(fact)}, R)")
-        kind, args = result_parts(result)
-        if kind != "ok":
-            raise_limit(kind)
-            raise ToolFailure(INVALID_ARGUMENTS)
-        found, pattern = args
+        found, pattern = self._ok(f"qk_forget({memory}, {prolog_string(fact)}, R)", failure=INVALID_ARGUMENTS)
         if found != "true":
             raise ToolFailure(f"No matching clause found for: {fact}")
         # The pattern, not the removed fact: replay removes the first fact unifying with
@@ -413,12 +260,8 @@ class KnowledgeService:
     def _clear_context(self, arguments: Mapping[str, Any]) -> ToolResult:
         category = required_str(arguments, "category")
         memory = self._memory(arguments, write=True)
-        result = self._helper(f"qk_clear({memory}, {prolog_string(category)}, R)")
-        kind, args = result_parts(result)
-        if kind != "ok":
-            raise_limit(kind)
-            raise ToolFailure(INVALID_ARGUMENTS)  # [changed]: a bad pattern is an error
-        status, pattern = args
+        goal = f"qk_clear({memory}, {prolog_string(category)}, R)"
+        status, pattern = self._ok(goal, failure=INVALID_ARGUMENTS)  # [changed]: a bad pattern is an error
         if status != "records":
             # R-CC4: also when nothing matched. A pattern on TMS records clears nothing
             # (R-CC3), and journaling it would make replay clear them.
@@ -429,15 +272,10 @@ class KnowledgeService:
         old = required_str(arguments, "old_fact")
         new = required_str(arguments, "new_fact")
         if ":-" in new:
-            raise ToolFailure("new_fact must not contain rule syntax")
+            raise ToolFailure(NEW_FACT_IS_RULE)
         memory = self._memory(arguments, write=True)
-        result = self._helper(f"qk_update({memory}, {prolog_string(old)}, {prolog_string(new)}, R)")
-        kind, args = result_parts(result)
-        if kind != "ok":
-            raise_limit(kind)
-            if kind == "error" and args and args[0] == "rule":
-                raise ToolFailure("new_fact must not contain rule syntax")
-            raise ToolFailure(INVALID_ARGUMENTS)
+        goal = f"qk_update({memory}, {prolog_string(old)}, {prolog_string(new)}, R)"
+        args = self._ok(goal, failure=INVALID_ARGUMENTS, rule_syntax=NEW_FACT_IS_RULE)
         if args[0] != "done":
             raise ToolFailure(f"No matching clause for: {old}")  # R-U1: nothing changed
         self._journal(memory, [("retract", str(args[1])), ("assert", str(args[2]))])  # R-U2
@@ -446,47 +284,12 @@ class KnowledgeService:
     def _upsert_fact(self, arguments: Mapping[str, Any]) -> ToolResult:
         fact = required_str(arguments, "fact")
         if ":-" in fact:
-            raise ToolFailure("fact must not contain rule syntax")
+            raise ToolFailure(FACT_IS_RULE)
         memory = self._memory(arguments, write=True)
-        result = self._helper(f"qk_upsert({memory}, {prolog_string(fact)}, R)")
-        kind, args = result_parts(result)
-        if kind != "ok":
-            raise_limit(kind)
-            if kind == "error" and args and args[0] == "rule":
-                raise ToolFailure("fact must not contain rule syntax")
-            raise ToolFailure(INVALID_ARGUMENTS)
-        pattern, clause = args
+        goal = f"qk_upsert({memory}, {prolog_string(fact)}, R)"
+        pattern, clause = self._ok(goal, failure=INVALID_ARGUMENTS, rule_syntax=FACT_IS_RULE)
         self._journal(memory, [("retractall", str(pattern)), ("assert", str(clause))])  # R-UP4
         return ToolResult(f"Upserted: {fact}")
-
-
-# ---------------------------------------------------------------------- arguments (§2.4)
-
-
-def required_str(arguments: Mapping[str, Any], key: str) -> str:
-    """R-A1: missing, null, not a string or "" is InvalidArguments."""
-    value = arguments.get(key)
-    if not isinstance(value, str) or value == "":
-        raise ToolFailure(INVALID_ARGUMENTS)
-    return value
-
-
-def optional_str(arguments: Mapping[str, Any], key: str) -> str | None:
-    value = arguments.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, str):  # R-A2
-        raise ToolFailure(INVALID_ARGUMENTS)
-    return value
-
-
-def optional_int(arguments: Mapping[str, Any], key: str) -> int | None:
-    value = arguments.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):  # R-A2: true is not an integer
-        raise ToolFailure(INVALID_ARGUMENTS)
-    return int(value)
 
 
 # ---------------------------------------------------------------------- text helpers
@@ -566,32 +369,7 @@ def _short_reason(message: str) -> str:
     return message.removeprefix("syntax error: ")
 
 
-def compact_json(value: Any) -> str:
-    """Compact JSON, UTF-8 rather than escapes (R-J4, R-T2)."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
-def predicate_kind(count: int, rules: int) -> str:
-    if rules == 0:
-        return "fact"
-    return "rule" if rules == count else "both"
-
-
 # ---------------------------------------------------------------------- engine values
-
-
-def result_parts(value: Any) -> tuple[str, list[Any]]:
-    """A helper result as (functor, args); anything else fails the tool (ExecutionFailed)."""
-    try:
-        return functor_parts(value)
-    except EngineError:
-        raise ToolFailure(EXECUTION_FAILED) from None
-
-
-def raise_limit(kind: str) -> None:
-    """A mutation stopped by a limit fails like any engine failure (R-Q1)."""
-    if kind == "limit":
-        raise ToolFailure(EXECUTION_FAILED)
 
 
 def _tree(value: Any) -> dict[str, Any]:
@@ -601,9 +379,11 @@ def _tree(value: Any) -> dict[str, Any]:
     return {"goal": str(goal), "rule_applied": str(rule), "children": kids}
 
 
+# The shared names other code imports from here (quipu/logic/tooling.py defines them).
 __all__ = [
     "DEFAULT_MEMORY",
     "HELPER",
+    "INVALID_ARGUMENTS",
     "TOOL_NAMES",
     "JournalSink",
     "KnowledgeService",

@@ -24,24 +24,12 @@ Names **[designed here]** where the spec leaves them open:
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from quipu.logic.journal import newline_count
-from quipu.logic.knowledge import (
-    DEFAULT_MEMORY,
-    EXECUTION_FAILED,
-    INVALID_ARGUMENTS,
-    PLAIN_ATOM,
-    Mode,
-    ToolFailure,
-    ToolResult,
-    compact_json,
-    optional_str,
-    required_str,
-)
 from quipu.logic.project import (
+    MODES,
     SCOPES,
     Mount,
     Scope,
@@ -57,6 +45,20 @@ from quipu.logic.project import (
 from quipu.logic.refactor import MountInfo
 from quipu.logic.runtime import LogicRuntime, RuntimeTools
 from quipu.logic.snapshots import SnapshotInfo, list_snapshots
+from quipu.logic.tooling import (
+    DEFAULT_MEMORY,
+    EXECUTION_FAILED,
+    INVALID_ARGUMENTS,
+    Mode,
+    ToolFailure,
+    ToolResult,
+    compact_json,
+    not_mounted_text,
+    optional_str,
+    plain_atom,
+    required_atom,
+    required_str,
+)
 
 TOOL_NAMES = ("create_memory", "mount_memory", "unmount_memory", "list_memories")
 CANNOT_UNMOUNT_DEFAULT = "Cannot unmount the default memory"
@@ -90,23 +92,12 @@ def unmounted_text(name: str) -> str:
     return f"Unmounted memory '{name}'"
 
 
-def not_mounted_text(name: str) -> str:
-    return f"Memory not mounted: {name}"
-
-
 class MemoryService(RuntimeTools):
     """The four memory tools over one runtime. ``call(name, arguments)`` runs a tool by name; each
     tool also has a method of its own name. ``lock`` defaults to the runtime's; pass the lock the
     other services use so that all calls on the engine are serialised (R-T3)."""
 
-    def __init__(self, runtime: LogicRuntime, *, lock: threading.RLock | None = None) -> None:
-        super().__init__(runtime, lock=lock)
-        self._handlers = {
-            "create_memory": self._create_memory,
-            "mount_memory": self._mount_memory,
-            "unmount_memory": self._unmount_memory,
-            "list_memories": self._list_memories,
-        }
+    tool_names = TOOL_NAMES
 
     def create_memory(self, arguments: Any = None) -> ToolResult:
         return self.call("create_memory", arguments)
@@ -121,12 +112,6 @@ class MemoryService(RuntimeTools):
         return self.call("list_memories", arguments)
 
     # ------------------------------------------------------------------ names
-
-    def _plain_name(self, raw: str) -> str:
-        """A plain atom (R-P3); anything else is InvalidArguments."""
-        if not PLAIN_ATOM.match(raw):
-            raise ToolFailure(INVALID_ARGUMENTS)
-        return raw
 
     def _refuse_reserved(self, name: str) -> None:
         if self.runtime.engine.is_reserved_name(name):
@@ -164,8 +149,8 @@ class MemoryService(RuntimeTools):
     # ------------------------------------------------------------------ tools
 
     def _create_memory(self, arguments: Mapping[str, Any]) -> ToolResult:
-        name = self._plain_name(required_str(arguments, "name"))
-        scope = _scope(optional_str(arguments, "scope"))
+        name = required_atom(arguments, "name")
+        scope = _one_of(optional_str(arguments, "scope"), SCOPES)  # §4.26
         if name == DEFAULT_MEMORY:
             raise ToolFailure(already_exists_text(name))
         self._refuse_reserved(name)
@@ -190,8 +175,8 @@ class MemoryService(RuntimeTools):
     def _mount_memory(self, arguments: Mapping[str, Any]) -> ToolResult:
         raw = required_str(arguments, "name")
         wanted, bare = _qualified(raw)
-        name = self._plain_name(bare)
-        mode = _mode(optional_str(arguments, "mode"))
+        name = plain_atom(bare)
+        mode = _one_of(optional_str(arguments, "mode"), MODES)  # §4.27
         if self.runtime.mounted(name) is not None:  # default is always mounted
             raise ToolFailure(already_mounted_text(name))
         self._refuse_reserved(name)
@@ -218,7 +203,7 @@ class MemoryService(RuntimeTools):
         return found[0]
 
     def _unmount_memory(self, arguments: Mapping[str, Any]) -> ToolResult:
-        name = self._plain_name(required_str(arguments, "name"))
+        name = required_atom(arguments, "name")
         if name == DEFAULT_MEMORY:
             raise ToolFailure(CANNOT_UNMOUNT_DEFAULT)  # R-M1
         if self.runtime.mounted(name) is None:
@@ -277,21 +262,17 @@ def _item(name: str, scope: Scope, mode: Mode | None) -> dict[str, Any]:
     return {"name": name, "scope": scope, "mounted": mode is not None, "mode": mode}
 
 
-def _scope(value: str | None) -> Scope:
-    """Absent or null is ``project``; anything but ``project``/``global`` is invalid (§4.26)."""
-    if value is None or value == "project":
-        return "project"
-    if value == "global":
-        return "global"
-    raise ToolFailure(INVALID_ARGUMENTS)
+_Choice = TypeVar("_Choice", bound=str)
 
 
-def _mode(value: str | None) -> Mode:
-    """Absent or null is ``rw``; anything but ``rw``/``ro`` is invalid (§4.27)."""
-    if value is None or value == "rw":
-        return "rw"
-    if value == "ro":
-        return "ro"
+def _one_of(value: str | None, choices: tuple[_Choice, ...]) -> _Choice:
+    """Absent or null is the first choice (``project``, ``rw``); a value that is none of the
+    choices is InvalidArguments."""
+    if value is None:
+        return choices[0]
+    for choice in choices:
+        if value == choice:
+            return choice
     raise ToolFailure(INVALID_ARGUMENTS)
 
 

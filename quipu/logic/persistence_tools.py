@@ -21,7 +21,6 @@
 from __future__ import annotations
 
 import contextlib
-import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -29,17 +28,7 @@ from typing import Any
 
 from quipu.logic.errors import LogicError
 from quipu.logic.journal import journal_size, status_text
-from quipu.logic.knowledge import (
-    DEFAULT_MEMORY,
-    EXECUTION_FAILED,
-    INVALID_ARGUMENTS,
-    READ_ONLY,
-    ToolFailure,
-    ToolResult,
-    optional_str,
-    required_str,
-)
-from quipu.logic.runtime import RECORD_PREDICATES, LogicRuntime, MountedMemory, RuntimeTools
+from quipu.logic.runtime import RECORD_PREDICATES, MountedMemory, RuntimeTools
 from quipu.logic.snapshots import (
     SnapshotError,
     SnapshotNameError,
@@ -56,6 +45,17 @@ from quipu.logic.snapshots import (
     validate_name,
     write_snapshot,
 )
+from quipu.logic.tooling import (
+    DEFAULT_MEMORY,
+    EXECUTION_FAILED,
+    INVALID_ARGUMENTS,
+    READ_ONLY,
+    ToolFailure,
+    ToolResult,
+    not_mounted_text,
+    optional_str,
+    required_str,
+)
 
 TOOL_NAMES = ("save_snapshot", "restore_snapshot", "list_snapshots", "get_persistence_status")
 
@@ -65,14 +65,7 @@ class PersistenceService(RuntimeTools):
     each tool also has a method of its own name. ``lock`` defaults to the runtime's; pass the
     lock the other services use so that all calls on the engine are serialised (R-T3)."""
 
-    def __init__(self, runtime: LogicRuntime, *, lock: threading.RLock | None = None) -> None:
-        super().__init__(runtime, lock=lock)
-        self._handlers = {
-            "save_snapshot": self._save_snapshot,
-            "restore_snapshot": self._restore_snapshot,
-            "list_snapshots": self._list_snapshots,
-            "get_persistence_status": self._get_persistence_status,
-        }
+    tool_names = TOOL_NAMES
 
     def save_snapshot(self, arguments: Any = None) -> ToolResult:
         return self.call("save_snapshot", arguments)
@@ -94,7 +87,7 @@ class PersistenceService(RuntimeTools):
         name = optional_str(arguments, "memory") or DEFAULT_MEMORY
         mounted = self.runtime.mounted(name)
         if mounted is None:
-            raise ToolFailure(f"Memory not mounted: {name}")
+            raise ToolFailure(not_mounted_text(name))
         if write and mounted.mode != "rw":
             raise ToolFailure(READ_ONLY)
         return mounted

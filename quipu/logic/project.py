@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -13,8 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from quipu.logic.durable import replace_file
 from quipu.logic.errors import LogicError
-from quipu.logic.journal import JOURNAL_NAME, fsync_dir
+from quipu.logic.journal import JOURNAL_NAME
 
 ZPM_DIR = ".zpm"
 GITIGNORE_TEXT = "data/\n"  # R-W0: one line
@@ -297,19 +297,7 @@ def render_manifest(mounts: Sequence[Mount]) -> str:
 def write_manifest(project: Project, mounts: Sequence[Mount]) -> None:
     """Write the manifest through ``mounts.json.tmp`` and a rename; the tmp file is removed on
     failure (R-M4)."""
-    final = project.manifest_path
-    tmp = final.with_name(final.name + ".tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as handle:
-            handle.write(render_manifest(mounts))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, final)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
-    fsync_dir(final.parent)
+    replace_file(project.manifest_path, render_manifest(mounts).encode("utf-8"))
 
 
 def with_mount(mounts: Sequence[Mount], mount: Mount) -> list[Mount]:

@@ -1,8 +1,9 @@
 """The refactoring and overview tools of the logic memory (spec §4.8-§4.10).
 
 ``RefactorService`` runs ``find_predicate_references``, ``rename_predicate`` and
-``get_kb_overview`` over one ``Engine``, in the style of ``KnowledgeService`` (same
-``ToolResult``, ``Memories`` and ``JournalSink`` seams, same argument rules). The overview also
+``get_kb_overview`` over one ``Engine``, like ``KnowledgeService`` an ``EngineTools``
+(quipu/logic/tooling.py: same ``ToolResult``, ``Memories`` and ``JournalSink`` seams, same
+argument rules). The overview also
 needs facts that live outside the engine (snapshot files, journal size, the mount table); they
 come through ``OverviewSource``, which the runtime provides. Without one the overview reports
 nothing configured (the seed's empty-KB example).
@@ -19,33 +20,35 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from quipu.logic.engine import Engine
 from quipu.logic.errors import LogicError
-from quipu.logic.knowledge import (
+from quipu.logic.snapshots import SnapshotInfo, latest_by_name
+from quipu.logic.tooling import (
     DEFAULT_MEMORY,
-    EXECUTION_FAILED,
     HIDDEN_PREDICATES,
     INVALID_ARGUMENTS,
     PLAIN_ATOM,
+    EngineTools,
     JournalSink,
     Memories,
     Mode,
     ToolFailure,
+    ToolHandler,
     ToolResult,
     compact_json,
     optional_int,
     optional_str,
     predicate_kind,
+    required_atom,
     required_str,
     result_parts,
     run_tool,
 )
-from quipu.logic.snapshots import SnapshotInfo, latest_by_name
 
 HELPER = Path(__file__).parent / "prolog" / "refactor.pl"
 ENGINE_NOT_INITIALIZED = "Prolog engine is not initialized"
@@ -117,12 +120,13 @@ class OverviewSource(Protocol):
         ...
 
 
-_Handler = Callable[[Mapping[str, Any]], ToolResult]
-
-
-class RefactorService:
+class RefactorService(EngineTools):
     """The three 0.4.0 inventory tools over one engine. ``call(name, arguments)`` runs a tool by
     name; each tool also has a method of its own name."""
+
+    tool_names = TOOL_NAMES
+    helpers = (HELPER,)
+    helper_module = "quipu_refactor"
 
     def __init__(
         self,
@@ -133,31 +137,19 @@ class RefactorService:
         *,
         lock: threading.RLock | None = None,
     ) -> None:
-        self.engine = engine
-        self.memories = memories
-        self.journal = journal
         self.overview = overview
-        # Share the KnowledgeService's lock: the engine takes one call at a time (R-T3).
-        self._lock = threading.RLock() if lock is None else lock
-        engine.load_helper(HELPER)
-        self._handlers: dict[str, _Handler] = {
-            "find_predicate_references": self._find_predicate_references,
-            "rename_predicate": self._rename_predicate,
-            "get_kb_overview": self._get_kb_overview,
-        }
+        super().__init__(engine, memories, journal, lock=lock)
 
     # ------------------------------------------------------------------ dispatch
 
-    def handles(self, name: str) -> bool:
-        return name in self._handlers
-
     def call(self, name: str, arguments: Any = None) -> ToolResult:
-        """Run tool ``name``; raises KeyError for a name that is not one of these tools (R-T8)."""
-        handler = self._handlers[name]
         if name == "get_kb_overview" and not isinstance(arguments, Mapping):
             arguments = {}  # the overview never fails on its arguments (§4.10)
-        with self._lock:
-            return run_tool(handler, arguments, restart=self._recover, died=ENGINE_NOT_INITIALIZED)
+        return super().call(name, arguments)
+
+    def _run(self, handler: ToolHandler, arguments: Any) -> ToolResult:
+        # A dead engine answers with this family's own text (§4.8, §4.10).
+        return run_tool(handler, arguments, restart=self._recover, died=ENGINE_NOT_INITIALIZED)
 
     def _recover(self) -> None:
         # A closed or never started engine (pid None) stays down; a dead one is restarted.
@@ -176,17 +168,6 @@ class RefactorService:
 
     # ------------------------------------------------------------------ helpers
 
-    def _helper(self, goal: str) -> Any:
-        result = self.engine.call_helper(f"quipu_refactor:{goal}")
-        kind, args = result_parts(result)
-        if kind != "ok":
-            raise ToolFailure(EXECUTION_FAILED)
-        return args
-
-    def _ensure(self, name: str) -> None:
-        if name not in self.engine.memories():
-            self.engine.ensure_memory(name)
-
     def _mounted(self) -> list[str]:
         """Memories mounted now (R-FR2, R-RN4): the engine's memories the registry knows, with
         ``default`` always among them, sorted by name."""
@@ -197,9 +178,7 @@ class RefactorService:
     # ------------------------------------------------------------------ find_predicate_references
 
     def _find_predicate_references(self, arguments: Mapping[str, Any]) -> ToolResult:
-        functor = required_str(arguments, "functor")
-        if not PLAIN_ATOM.match(functor):
-            raise ToolFailure(INVALID_ARGUMENTS)
+        functor = required_atom(arguments, "functor")
         arity = optional_int(arguments, "arity")
         if arity is not None and arity < 0:
             raise ToolFailure(INVALID_ARGUMENTS)
@@ -208,14 +187,13 @@ class RefactorService:
         if scope == ALL_MEMORIES:
             scanned = self._mounted()
         else:
-            if self.memories.mode(scope) is None:
-                raise ToolFailure(f"Memory not mounted: {scope}")
+            self._mounted_mode(scope)  # a memory that is not mounted fails
             scanned = [scope]
         for name in scanned:
             self._ensure(name)
         listing = ", ".join(scanned)
         wanted = -1 if arity is None else arity
-        rules, facts, justs, cross = self._helper(f"qr_refs([{listing}], {functor}, {wanted}, R)")
+        rules, facts, justs, cross = self._ok(f"qr_refs([{listing}], {functor}, {wanted}, R)")
         rule_rows = sorted((_args(item) for item in rules), key=_memory_first)  # R-FR7
         just_rows = sorted((_args(item) for item in justs), key=_memory_first)
         cross_rows = sorted((_args(item) for item in cross), key=_memory_first) if include_cross else []
@@ -251,16 +229,13 @@ class RefactorService:
         for name in (old, new):  # error 3; the TMS records are no user predicates [designed here]
             if not PLAIN_ATOM.match(name) or name in HIDDEN_PREDICATES:
                 raise ToolFailure(INVALID_ARGUMENTS)
-        mode = self.memories.mode(memory)  # error 4
-        if mode is None:
-            raise ToolFailure(f"Memory not mounted: {memory}")
-        if mode != "rw":
+        if self._mounted_mode(memory) != "rw":  # error 4: not mounted, or read-only
             raise ToolFailure(f"Cannot rename in read-only memory: {memory}")
         if old == new:  # error 5
             raise ToolFailure("old_functor and new_functor are identical")
         self._ensure(memory)
         if arity is None:  # error 6, R-RN1
-            (arities,) = self._helper(f"qr_arities({memory}, {old}, R)")
+            (arities,) = self._ok(f"qr_arities({memory}, {old}, R)")
             if len(arities) > 1:
                 listed = ", ".join(str(int(a)) for a in arities)
                 raise ToolFailure(
@@ -269,14 +244,14 @@ class RefactorService:
             if not arities:
                 return ToolResult(_rename_text(0, 0, [], [], [], []))
             arity = int(arities[0])
-        (exists,) = self._helper(f"qr_has_clauses({memory}, {new}, {arity}, R)")
+        (exists,) = self._ok(f"qr_has_clauses({memory}, {new}, {arity}, R)")
         if exists == "true":  # error 7
             raise ToolFailure(f"Cannot rename: {new}/{arity} already exists in memory '{memory}'")
-        (builtin,) = self._helper(f"qr_builtin({new}, {arity}, R)")
+        (builtin,) = self._ok(f"qr_builtin({new}, {arity}, R)")
         if builtin == "true":  # a built-in cannot be redefined [designed here]
             raise ToolFailure(INVALID_ARGUMENTS)
         apply = "false" if dry_run else "true"
-        facts, rules, ids, entries = self._helper(f"qr_rename({memory}, {old}, {arity}, {new}, {apply}, R)")
+        facts, rules, ids, entries = self._ok(f"qr_rename({memory}, {old}, {arity}, {new}, {apply}, R)")
         if not dry_run and entries:
             self.journal.append(memory, _entries(entries))
         rewritten: list[dict[str, Any]] = []
@@ -287,7 +262,7 @@ class RefactorService:
                 continue
             writable = self.memories.mode(other) == "rw"
             change = writable and propagate and not dry_run
-            refs, updated, other_entries = self._helper(
+            refs, updated, other_entries = self._ok(
                 f"qr_requalify({other}, {memory}, {old}, {arity}, {new}, {'true' if change else 'false'}, R)"
             )
             if int(refs) == 0:
@@ -313,7 +288,7 @@ class RefactorService:
             size = DEFAULT_SAMPLE_SIZE
         size = max(0, min(MAX_SAMPLE_SIZE, int(size)))
         self._ensure(DEFAULT_MEMORY)  # R-O1: the default memory only
-        preds, names = self._helper(f"qr_overview({DEFAULT_MEMORY}, {size}, R)")
+        preds, names = self._ok(f"qr_overview({DEFAULT_MEMORY}, {size}, R)")
         rows: list[tuple[str, int, int, int, list[str]]] = []
         for item in preds:
             name, arity, count, rule_count, samples = _args(item)

@@ -6,7 +6,7 @@
 (§8.2): seed files, then the most recently saved snapshot, then the journal. The same loading
 runs again from an engine restart hook, so an engine that died comes back with its state.
 
-It also provides the two seams of the tool services (quipu/logic/knowledge.py):
+It also provides the two seams of the tool services (quipu/logic/tooling.py):
 
 * ``memories`` (``MountTable``): the ``Memories`` protocol over the mount table;
 * ``journal_sink`` (``RuntimeJournal``): the ``JournalSink`` protocol over one
@@ -37,7 +37,6 @@ from quipu.logic.engine import Engine, functor_parts
 from quipu.logic.errors import LogicError
 from quipu.logic.journal import OPS, Entry, Journal, Op, Record, read_journal
 from quipu.logic.knowledge import HELPER as KNOWLEDGE_HELPER
-from quipu.logic.knowledge import Mode, ToolResult, run_tool
 from quipu.logic.project import (
     DEFAULT_MEMORY,
     MemoryPaths,
@@ -53,6 +52,7 @@ from quipu.logic.project import (
 )
 from quipu.logic.snapshots import KNOWLEDGE_FILE, SUFFIX, is_snapshot, list_snapshots, most_recent
 from quipu.logic.terms import prolog_string
+from quipu.logic.tooling import Mode, ToolHandler, ToolResult, ToolService, run_tool
 
 HELPER = Path(__file__).parent / "prolog" / "runtime.pl"
 RECORD_PREDICATES = (("tms_justification", 2), ("zpm_source", 2))
@@ -102,7 +102,7 @@ class MountedMemory:
 
 
 class MountTable:
-    """The ``Memories`` protocol (knowledge.py) over the runtime's mounts (§7.5)."""
+    """The ``Memories`` protocol (tooling.py) over the runtime's mounts (§7.5)."""
 
     def __init__(self) -> None:
         self._mounts: dict[str, MountedMemory] = {}
@@ -129,7 +129,7 @@ class MountTable:
 
 
 class RuntimeJournal:
-    """The ``JournalSink`` protocol (knowledge.py): one batch per mutation, stamped with the
+    """The ``JournalSink`` protocol (tooling.py): one batch per mutation, stamped with the
     current Unix second, written with one write and fsync (R-W3). A memory that is read-only,
     not mounted or degraded gets nothing written; a failing write degrades the memory's journal
     and is reported on stderr by ``Journal`` (R-N7), and the tool still answers."""
@@ -447,34 +447,24 @@ def _chunks(records: Sequence[Record]) -> Iterable[Sequence[Record]]:
         start = end
 
 
-ToolHandler = Callable[[Mapping[str, Any]], ToolResult]
-
-
-class RuntimeTools:
-    """Dispatch shared by the tool services that work on a whole runtime (persistence,
-    memories): subclasses fill ``_handlers``. ``lock`` defaults to the runtime's; pass the lock
-    the other services use so that all calls on the engine are serialised (R-T3)."""
+class RuntimeTools(ToolService):
+    """The base of the tool services that work on a whole runtime (persistence, memories).
+    ``lock`` defaults to the runtime's; pass the lock the other services use so that all calls
+    on the engine are serialised (R-T3)."""
 
     def __init__(self, runtime: LogicRuntime, *, lock: threading.RLock | None = None) -> None:
         self.runtime = runtime
-        self._lock = lock if lock is not None else runtime.lock
-        self._handlers: dict[str, ToolHandler] = {}
+        super().__init__(lock if lock is not None else runtime.lock)
 
-    def handles(self, name: str) -> bool:
-        return name in self._handlers
-
-    def call(self, name: str, arguments: Any = None) -> ToolResult:
-        """Run tool ``name``; ``arguments`` absent (None) means no arguments. Raises KeyError
-        for a name that is not one of these tools (a protocol error, R-T8)."""
-        handler = self._handlers[name]
-        with self._lock:
-            return run_tool(
-                handler,
-                arguments,
-                restart=self.runtime.engine.restart,  # the restart hook reloads every memory
-                closed=self.runtime.closed,
-                failures=(LogicError, OSError, ValueError),
-            )
+    def _run(self, handler: ToolHandler, arguments: Any) -> ToolResult:
+        # A closed runtime fails every call; these tools also touch files, hence OSError.
+        return run_tool(
+            handler,
+            arguments,
+            restart=self.runtime.engine.restart,  # the restart hook reloads every memory
+            closed=self.runtime.closed,
+            failures=(LogicError, OSError, ValueError),
+        )
 
 
 __all__ = [
@@ -486,5 +476,4 @@ __all__ = [
     "MountedMemory",
     "RuntimeJournal",
     "RuntimeTools",
-    "ToolHandler",
 ]

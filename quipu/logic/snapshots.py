@@ -8,7 +8,6 @@ line starts with ``%% zpm snapshot`` are snapshots (R-N3).
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -17,8 +16,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from quipu.logic.clause_split import SYMBOL_CHARS, SourceClause, split_clauses
+from quipu.logic.durable import replace_file
 from quipu.logic.errors import LogicError
-from quipu.logic.journal import Entry, fsync_dir
+from quipu.logic.journal import Entry
 
 HEADER_PREFIX = "%% zpm snapshot"
 SUFFIX = ".pl"
@@ -146,19 +146,7 @@ def write_snapshot(
     sees half a file; on failure the ``.tmp`` file is removed and the old snapshot stays (R-N1).
     Call ``Journal.rotate`` only after this returned (R-N5)."""
     final = snapshot_path(directory, name)
-    tmp = final.with_name(final.name + ".tmp")
-    data = render_snapshot(epoch, dynamics, predicates).encode("utf-8")
-    try:
-        with open(tmp, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, final)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
-    fsync_dir(directory)
+    replace_file(final, render_snapshot(epoch, dynamics, predicates).encode("utf-8"))
     return final
 
 

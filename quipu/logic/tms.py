@@ -2,9 +2,9 @@
 
 ``TmsService`` runs the six tools ``assume_fact``, ``get_belief_status``,
 ``get_justification``, ``list_assumptions``, ``retract_assumption`` and
-``retract_assumptions`` over one ``Engine``, in the style of ``KnowledgeService``
-(quipu/logic/knowledge.py), whose ``ToolResult``, ``Memories``, ``JournalSink``, argument
-validation and error texts it reuses.
+``retract_assumptions`` over one ``Engine``, like ``KnowledgeService`` an ``EngineTools``
+(quipu/logic/tooling.py), whose ``ToolResult``, ``Memories``, ``JournalSink``, argument
+validation and error texts it shares.
 
 Records (§5.1): justifications ``tms_justification(Fact, Assumption)`` and sources
 ``zpm_source(Fact, Source)`` are ordinary facts of the memory, so snapshots carry them.
@@ -24,31 +24,22 @@ Order of engine change and journal:
 from __future__ import annotations
 
 import re
-import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from quipu.logic.engine import Engine
-from quipu.logic.knowledge import (
-    DEFAULT_MEMORY,
-    EXECUTION_FAILED,
+from quipu.logic.knowledge import HELPER as KNOWLEDGE_HELPER
+from quipu.logic.terms import prolog_string
+from quipu.logic.tooling import (
     INVALID_ARGUMENTS,
-    PLAIN_ATOM,
-    READ_ONLY,
-    JournalSink,
-    Memories,
+    EngineTools,
     ToolFailure,
     ToolResult,
     compact_json,
-    optional_str,
-    raise_limit,
+    required_atom,
     required_str,
     result_parts,
-    run_tool,
 )
-from quipu.logic.knowledge import HELPER as KNOWLEDGE_HELPER
-from quipu.logic.terms import prolog_string
 
 HELPER = Path(__file__).parent / "prolog" / "tms.pl"
 
@@ -66,8 +57,6 @@ TOOL_NAMES = (
     "retract_assumptions",
 )
 
-_Handler = Callable[[Mapping[str, Any]], ToolResult]
-
 
 def glob_regex(pattern: str) -> re.Pattern[str]:
     """R-RA1: ``*`` any sequence (also empty), ``?`` one character, everything else itself;
@@ -76,45 +65,14 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
     return re.compile("".join(parts) + r"\Z", re.DOTALL)
 
 
-class TmsService:
+class TmsService(EngineTools):
     """The TMS tools over one engine. ``call(name, arguments)`` runs a tool by name; each tool
     also has a method of its own name. Pass the knowledge service's lock as ``lock`` to
     serialise both services' calls on one engine (R-T3)."""
 
-    def __init__(
-        self,
-        engine: Engine,
-        memories: Memories,
-        journal: JournalSink,
-        *,
-        lock: threading.RLock | None = None,
-    ) -> None:
-        self.engine = engine
-        self.memories = memories
-        self.journal = journal
-        self._lock = lock if lock is not None else threading.RLock()
-        engine.load_helper(KNOWLEDGE_HELPER)  # qk_note_source, qk_text (idempotent)
-        engine.load_helper(HELPER)
-        self._handlers: dict[str, _Handler] = {
-            "assume_fact": self._assume_fact,
-            "get_belief_status": self._get_belief_status,
-            "get_justification": self._get_justification,
-            "list_assumptions": self._list_assumptions,
-            "retract_assumption": self._retract_assumption,
-            "retract_assumptions": self._retract_assumptions,
-        }
-
-    # ------------------------------------------------------------------ dispatch
-
-    def handles(self, name: str) -> bool:
-        return name in self._handlers
-
-    def call(self, name: str, arguments: Any = None) -> ToolResult:
-        """Run tool ``name``; ``arguments`` absent (None) means no arguments. Raises KeyError
-        for a name that is not one of these tools (a protocol error, R-T8)."""
-        handler = self._handlers[name]
-        with self._lock:
-            return run_tool(handler, arguments, restart=self.engine.restart)
+    tool_names = TOOL_NAMES
+    helpers = (KNOWLEDGE_HELPER, HELPER)  # the knowledge helper: qk_note_source, qk_text (idempotent)
+    helper_module = "quipu_tms"
 
     def assume_fact(self, arguments: Any = None) -> ToolResult:
         return self.call("assume_fact", arguments)
@@ -136,29 +94,6 @@ class TmsService:
 
     # ------------------------------------------------------------------ plumbing
 
-    def _memory(self, arguments: Mapping[str, Any], *, write: bool) -> str:
-        """As KnowledgeService: absent, null or "" is default (R-A4, R-M7); not mounted
-        fails; a mutation of a read-only memory fails (R-M8)."""
-        name = optional_str(arguments, "memory") or DEFAULT_MEMORY
-        mode = self.memories.mode(name)
-        if mode is None:
-            raise ToolFailure(f"Memory not mounted: {name}")
-        if write and mode != "rw":
-            raise ToolFailure(READ_ONLY)
-        if name not in self.engine.memories():
-            self.engine.ensure_memory(name)
-        return name
-
-    def _helper(self, goal: str) -> tuple[str, list[Any]]:
-        return result_parts(self.engine.call_helper(f"quipu_tms:{goal}"))
-
-    def _ok(self, goal: str) -> list[Any]:
-        """The payload of a read helper's ok(...); anything else is ExecutionFailed."""
-        kind, args = self._helper(goal)
-        if kind != "ok":
-            raise ToolFailure(EXECUTION_FAILED)
-        return args
-
     def _assumptions(self, memory: str) -> list[str]:
         (names,) = self._ok(f"qt_assumptions({memory}, R)")
         return [str(name) for name in names]
@@ -172,29 +107,24 @@ class TmsService:
         count, texts = int(plan[0]), [str(text) for text in plan[1]]
         self.journal.append(memory, [("retractall", text) for text in texts])
         literals = ", ".join(prolog_string(text) for text in texts)
-        kind, _ = self._helper(f"qt_apply({memory}, [{literals}], R)")
-        if kind != "ok":  # journaled already: the next replay applies it
-            raise ToolFailure(EXECUTION_FAILED)
+        # Should this fail, the batch is journaled already: the next replay applies it.
+        self._ok(f"qt_apply({memory}, [{literals}], R)")
         return count
 
     # ------------------------------------------------------------------ tools
 
     def _assume_fact(self, arguments: Mapping[str, Any]) -> ToolResult:
         fact = required_str(arguments, "fact")
-        assumption = required_str(arguments, "assumption")
-        if not PLAIN_ATOM.match(assumption):
-            raise ToolFailure(INVALID_ARGUMENTS)
+        assumption = required_atom(arguments, "assumption")
         if ":-" in fact:
             raise ToolFailure(RULE_SYNTAX)
         memory = self._memory(arguments, write=True)
-        kind, args = self._helper(
-            f"qt_assume({memory}, {prolog_string(fact)}, {prolog_string(assumption)}, R)"
+        # The helper also finds rule syntax written without the operator, e.g. ':-'(a, b).
+        args = self._ok(
+            f"qt_assume({memory}, {prolog_string(fact)}, {prolog_string(assumption)}, R)",
+            failure=f"assume_fact: failed to assert fact: {fact}",
+            rule_syntax=RULE_SYNTAX,
         )
-        if kind != "ok":
-            raise_limit(kind)
-            if kind == "error" and args and args[0] == "rule":
-                raise ToolFailure(RULE_SYNTAX)  # e.g. ':-'(a, b) written without the operator
-            raise ToolFailure(f"assume_fact: failed to assert fact: {fact}")
         entries: list[tuple[str, str]] = []
         for item in args[0]:
             _, (op, text) = result_parts(item)
@@ -206,18 +136,14 @@ class TmsService:
     def _get_belief_status(self, arguments: Mapping[str, Any]) -> ToolResult:
         fact = required_str(arguments, "fact")
         memory = self._memory(arguments, write=False)
-        kind, args = self._helper(f"qt_status({memory}, {prolog_string(fact)}, R)")
-        if kind != "ok":
-            raise_limit(kind)
-            raise ToolFailure(INVALID_ARGUMENTS)  # the text does not parse
+        # InvalidArguments: the text does not parse.
+        args = self._ok(f"qt_status({memory}, {prolog_string(fact)}, R)", failure=INVALID_ARGUMENTS)
         names, source = [str(name) for name in args[0]], str(args[1])
         status = "in" if names else "out"  # R-TM8: justification, not derivability
         return ToolResult(compact_json({"status": status, "justifications": names, "source": source}))
 
     def _get_justification(self, arguments: Mapping[str, Any]) -> ToolResult:
-        assumption = required_str(arguments, "assumption")
-        if not PLAIN_ATOM.match(assumption):
-            raise ToolFailure(INVALID_ARGUMENTS)
+        assumption = required_atom(arguments, "assumption")
         memory = self._memory(arguments, write=False)
         (texts,) = self._ok(f"qt_facts({memory}, {prolog_string(assumption)}, R)")
         return ToolResult(compact_json({"facts": [str(text) for text in texts]}))  # R-GJ1
@@ -227,9 +153,7 @@ class TmsService:
         return ToolResult(compact_json({"assumptions": self._assumptions(memory)}))  # R-LA1
 
     def _retract_assumption(self, arguments: Mapping[str, Any]) -> ToolResult:
-        assumption = required_str(arguments, "assumption")
-        if not PLAIN_ATOM.match(assumption):
-            raise ToolFailure(INVALID_ARGUMENTS)
+        assumption = required_atom(arguments, "assumption")
         memory = self._memory(arguments, write=True)
         count = self._retract(memory, assumption)
         if count is None:

@@ -60,7 +60,7 @@ INVALID_REQUEST: Final = -32600
 METHOD_NOT_FOUND: Final = -32601
 INVALID_PARAMS: Final = -32602
 NOT_INITIALIZED: Final = -32002
-# R-T9's text for an unavailable dependency; the word quipu.logic.knowledge uses, spelled here so
+# R-T9's text for an unavailable dependency; the word quipu.logic.tooling uses, spelled here so
 # that the protocol layer imports no engine code.
 EXECUTION_FAILED: Final = "ExecutionFailed"
 

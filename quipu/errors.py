@@ -69,6 +69,12 @@ class QuipuError(Exception):
         return out
 
 
+def internal_error(what: str = "the request") -> QuipuError:
+    """What an unexpected failure becomes on the wire: it names nothing of the cause, which is
+    logged where it is caught (REST's last-resort handler, the MCP dispatcher)."""
+    return QuipuError(f"internal error: {what} could not be completed")
+
+
 class BadRequest(QuipuError):
     """Invalid input or a refused write (400, as the original uses for these routes)."""
 

@@ -27,6 +27,7 @@ from mcp.types import INVALID_PARAMS
 from starlette.types import ASGIApp
 
 from quipu.errors import QuipuError, WrongType
+from quipu.errors import internal_error as internal_failure
 from quipu.mcp.registry import FORM, JSON, Registry, ToolSpec
 from quipu.rest.fields import refuse_unknown
 from quipu.rest.problems import problem_response
@@ -170,8 +171,8 @@ def error_result(exc: QuipuError) -> types.CallToolResult:
 
 
 def internal_error() -> types.CallToolResult:
-    body = {"error": "internal error: the tool call could not be completed", "reason": "internal_error"}
-    return text_result(json.dumps(body), error=True)
+    """The ``isError`` result of a call that failed unexpectedly (the cause is logged)."""
+    return error_result(internal_failure("the tool call"))
 
 
 class Dispatcher:

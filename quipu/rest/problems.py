@@ -28,6 +28,7 @@ from quipu.errors import (
     RouteNotFound,
     UnknownField,
     WrongType,
+    internal_error,
 )
 
 PROBLEM_JSON = "application/problem+json"
@@ -137,4 +138,4 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def _unexpected(_request: Request, exc: Exception) -> JSONResponse:
         log.exception("unexpected error", exc_info=exc)
-        return problem_response(QuipuError("internal error: the request could not be completed"))
+        return problem_response(internal_error())

@@ -679,3 +679,29 @@ async def test_an_unreachable_server_raises_the_transport_error(tmp_path: Path) 
             await remote.call("quipu_health", {}, None)
     finally:
         await remote.aclose()
+
+
+async def test_an_app_that_fails_unexpectedly_gives_the_internal_error_problem(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def broken(scope: Scope, receive: Receive, send: Send) -> None:
+        raise RuntimeError("boom: a detail the caller must not see")
+
+    registry = build_registry(create_app(load_settings(store={"db": ":memory:"})).openapi())
+    dispatcher = Dispatcher(broken, registry)
+    try:
+        with caplog.at_level(logging.ERROR, logger="quipu.mcp"):
+            result = await dispatcher.call("quipu_stats", {}, None)
+    finally:
+        await dispatcher.aclose()
+    assert result.is_error
+    # The one internal-error body (quipu.errors.internal_error), rendered as REST renders it.
+    assert body_of(result) == {
+        "type": "urn:quipu:problem:internal_error",
+        "title": "Internal Server Error",
+        "status": 500,
+        "error": "internal error: the tool call could not be completed",
+        "reason": "internal_error",
+    }
+    assert "boom" not in text_of(result)
+    assert any("boom" in str(r.exc_info[1]) for r in caplog.records if r.exc_info)  # logged, with the cause

@@ -23,21 +23,19 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
-from quipu.config import Settings, load_settings
-from quipu.errors import ConfigError, QuipuError
+from quipu.cli.common import ConfigOption
 
 if TYPE_CHECKING:
     from mcp.types import CallToolResult
 
+    from quipu.config import Settings
     from quipu.mcp.dispatch import Dispatcher
     from quipu.mcp.registry import Registry
 
-tool_app = typer.Typer(
+app = typer.Typer(
     help="Run the MCP tools as commands: the registry, checks and dispatch of `quipu mcp`.",
     no_args_is_help=True,
 )
-# Help text is Rich markup: \[ keeps a bracket.
-ConfigOption = Annotated[str | None, typer.Option("--config", help=r"TOML file with a \[quipu] table")]
 NO_STORE = {"db": ":memory:"}  # the app is built for its OpenAPI only: nothing to open
 
 
@@ -52,11 +50,6 @@ def _fail(message: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
-def _refused(exc: QuipuError) -> NoReturn:
-    """Exit 2 for what the caller can fix (4xx, configuration), 1 otherwise."""
-    _fail(exc.message, 2 if exc.status < 500 or isinstance(exc, ConfigError) else 1)
-
-
 def _served(settings: Settings) -> Registry:
     """The tools this configuration serves, from the REST app's OpenAPI (no lifespan, no store)."""
     from quipu.mcp.http import served_registry
@@ -65,7 +58,7 @@ def _served(settings: Settings) -> Registry:
     return served_registry(create_app(settings), settings)
 
 
-@tool_app.command("list")
+@app.command("list")
 def list_tools(
     toolsets: Annotated[
         str | None,
@@ -77,15 +70,10 @@ def list_tools(
 ) -> None:
     """The tools `quipu mcp` serves: name, toolset, read or write, and what each does."""
     from quipu.cli.server import parse_toolsets
+    from quipu.config import load_settings
 
-    try:
-        narrowing = {
-            "toolsets": parse_toolsets(toolsets),
-            "read_only_tools": True if read_only_tools else None,
-        }
-        registry = _served(load_settings(config, store=NO_STORE, mcp=narrowing))
-    except QuipuError as exc:
-        _refused(exc)
+    narrowing = {"toolsets": parse_toolsets(toolsets), "read_only_tools": True if read_only_tools else None}
+    registry = _served(load_settings(config, store=NO_STORE, mcp=narrowing))
     rows = [
         {
             "name": spec.name,
@@ -116,7 +104,7 @@ def _first_line(description: str) -> str:
     return text if end < 0 else text[: end + 1]
 
 
-@tool_app.command("call")
+@app.command("call")
 def call(
     name: Annotated[str, typer.Argument(help="the tool, e.g. quipu_query (see `quipu tool list`)")],
     args: Annotated[
@@ -145,26 +133,24 @@ def call(
     import anyio
     import httpx
 
+    from quipu.config import load_settings
     from quipu.mcp.dispatch import Dispatcher
     from quipu.mcp.local import LocalTools
     from quipu.rest.auth import read_token_file
 
+    # A QuipuError (a bad token file, a bad config) is reported by the root group (cli/common.py).
+    authorization = None if token_file is None else f"Bearer {read_token_file(token_file, '--token-file')}"
+    opened: AbstractAsyncContextManager[Dispatcher]
+    if server is None:  # the store opens only for the call, once the name is known
+        local = LocalTools(load_settings(config, store={"db": db}))
+        dispatcher, opened = local.dispatcher, local.open()
+    else:
+        dispatcher = Dispatcher(server.rstrip("/"), _served(load_settings(config, store=NO_STORE)))
+        opened = aclosing(dispatcher)
+    if dispatcher.registry.get(name) is None:
+        _fail(f"unknown tool: {name} (see `quipu tool list`)")
     try:
-        authorization = (
-            None if token_file is None else f"Bearer {read_token_file(token_file, '--token-file')}"
-        )
-        opened: AbstractAsyncContextManager[Dispatcher]
-        if server is None:  # the store opens only for the call, once the name is known
-            local = LocalTools(load_settings(config, store={"db": db}))
-            dispatcher, opened = local.dispatcher, local.open()
-        else:
-            dispatcher = Dispatcher(server.rstrip("/"), _served(load_settings(config, store=NO_STORE)))
-            opened = aclosing(dispatcher)
-        if dispatcher.registry.get(name) is None:
-            _fail(f"unknown tool: {name} (see `quipu tool list`)")
         result = anyio.run(_call, opened, name, arguments, authorization)
-    except QuipuError as exc:
-        _refused(exc)
     except httpx.TransportError as exc:
         _fail(f"cannot reach quipu-server at {server}: {exc}", 1)
     _print(result)

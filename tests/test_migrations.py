@@ -23,7 +23,7 @@ from sqlalchemy import create_engine
 import quipu
 from quipu.api import KnowledgeBase
 from quipu.store.database import Database, alembic_config
-from quipu.store.schema import metadata
+from quipu.store.schema import SCHEMA_REVISION, metadata
 
 # SQLite files, read with sqlite3; tests/store/test_postgres.py upgrades a revision-1 PostgreSQL store.
 pytestmark = pytest.mark.sqlite_only
@@ -50,6 +50,11 @@ def head_revision() -> str:
     head = ScriptDirectory.from_config(alembic_config()).get_current_head()
     assert head is not None
     return head
+
+
+def test_the_store_knows_the_newest_revision_without_loading_alembic() -> None:
+    # A store at SCHEMA_REVISION opens without Alembic: it must be the scripts' head.
+    assert head_revision() == SCHEMA_REVISION
 
 
 def number(node: Node) -> float:

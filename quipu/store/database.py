@@ -7,12 +7,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, create_engine
+from sqlalchemy import Connection, create_engine, inspect, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import StaticPool
@@ -22,8 +19,12 @@ from quipu.identity import Authenticated
 from quipu.store.context import WriteContext, head_tx
 from quipu.store.dialect import Dialect, PostgresDialect, SqliteDialect, SqliteTuning
 from quipu.store.events import SeenTerms, emit, record_refusal
+from quipu.store.schema import SCHEMA_REVISION
 from quipu.store.stage import forget_temp_tables
 from quipu.store.terms import TermDictionary
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 
 def migrations_dir() -> Path:
@@ -36,6 +37,8 @@ def migrations_dir() -> Path:
 
 
 def alembic_config(url: str | None = None) -> Config:
+    from alembic.config import Config  # Alembic loads only when a store needs migrating
+
     cfg = Config()
     cfg.set_main_option("script_location", str(migrations_dir()))
     if url:
@@ -184,19 +187,22 @@ class Database:
     # -- schema -----------------------------------------------------------------------------
 
     def schema_revision(self) -> str | None:
+        """The Alembic revision the store is at (None for a store never migrated)."""
         with self.read() as conn:
-            return MigrationContext.configure(conn).get_current_revision()
+            if not inspect(conn).has_table("alembic_version"):
+                return None
+            found = conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+            return None if found is None else str(found)
 
     def upgrade(self) -> None:
         """Apply any migrations this file has not seen (a new file starts from nothing)."""
-        cfg = alembic_config()
-        head = ScriptDirectory.from_config(cfg).get_current_head()
-        if self.schema_revision() == head:
-            return
-        self.migrate(cfg, "head")
+        if self.schema_revision() != SCHEMA_REVISION:
+            self.migrate(alembic_config(), "head")
 
     def migrate(self, cfg: Config, revision: str) -> None:
         """Upgrade inside one write transaction: a failed migration leaves the file as it was."""
+        from alembic import command
+
         with self._write_lock, self.writer.connect() as conn, conn.begin():
             self.dialect.begin_write(conn)
             cfg.attributes["connection"] = conn

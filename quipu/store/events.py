@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Iterator, Sequence
+from functools import cache
 from typing import Any
 
 from sqlalchemy import (
@@ -72,6 +73,9 @@ _EVENT_COLUMNS = ("type", "ts", "subject", "group_id", "tx_id", "payload")
 _WIDTHS = (1, 2, 4, 8, 16, 32, 64)  # IN-list sizes: a few prepared statements serve every write
 
 
+# Built on first use and kept (``Dialect.prepared`` caches by statement identity): the widest
+# ones take tens of milliseconds to construct, which every process would pay at import.
+@cache
 def _seen_statement(width: int) -> CompoundSelect[Any]:
     """Which of ``width`` terms were the subject of a fact row before ``:tx``, in any graph.
 
@@ -89,13 +93,10 @@ def _seen_statement(width: int) -> CompoundSelect[Any]:
     return union_all(*probes)
 
 
+@cache
 def _known_statement(width: int) -> Select[Any]:
     t = schema_terms.c
     return select(t.term, t.kind).where(t.term.in_([bindparam(f"t{i}") for i in range(width)]))
-
-
-_SEEN = {w: _seen_statement(w) for w in _WIDTHS}
-_KNOWN = {w: _known_statement(w) for w in _WIDTHS}
 
 
 def _padded(values: list[Any], prefix: str, pad: Any) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -267,7 +268,7 @@ def _new_schema_terms(
     names = sorted({term for _kind, term in unknown})
     known: set[tuple[str, str]] = set()
     for width, params in _padded(names, "t", ""):
-        rows = ctx.dialect.prepared(_KNOWN[width]).run(ctx.conn, params)
+        rows = ctx.dialect.prepared(_known_statement(width)).run(ctx.conn, params)
         known.update((str(kind), str(term)) for term, kind in rows)
     seen.update(known)  # committed long ago: safe to remember now
     fresh = [key for key in unknown if key not in known]
@@ -279,7 +280,7 @@ def _seen_before(ctx: WriteContext, ids: set[int], tx: int) -> set[int]:
     found: set[int] = set()
     for width, params in _padded(sorted(ids), "e", -1):
         params["tx"] = tx
-        found.update(int(r[0]) for r in ctx.dialect.prepared(_SEEN[width]).run(ctx.conn, params))
+        found.update(int(r[0]) for r in ctx.dialect.prepared(_seen_statement(width)).run(ctx.conn, params))
     return found
 
 

@@ -26,6 +26,10 @@ from sqlalchemy import (
 
 metadata = MetaData()
 
+# The newest Alembic revision (migrations/versions): a store already there opens without loading
+# Alembic at all. tests/test_migrations.py keeps it equal to the scripts' head.
+SCHEMA_REVISION: Final = "0005"
+
 # A rowid alias on SQLite (auto-assigned), a plain BIGINT on PostgreSQL.
 ID = BigInteger().with_variant(Integer, "sqlite")
 

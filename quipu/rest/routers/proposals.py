@@ -9,6 +9,7 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
+from quipu.governance.proposals import Proposal
 from quipu.rest.deps import AuthDep, KbDep
 from quipu.rest.fields import Annotating
 
@@ -38,23 +39,8 @@ class ProposalsRequest(Annotating):
     status: str | None = Field(None, description="pending, accepted or rejected; absent lists all")
 
 
-class ProposalOut(BaseModel):
-    id: int
-    kind: str
-    target: str
-    diff: str
-    rationale: str | None
-    proposer: str
-    trigger_ref: str | None
-    status: str
-    decided_by: str | None
-    decided_at: str | None
-    decision_note: str | None
-    created_at: str
-
-
 class ProposalsResponse(BaseModel):
-    proposals: list[ProposalOut]
+    proposals: list[Proposal]  # the queue's own record: its fields are the wire's
     count: int
     ignored_fields: list[str] | None = None
 

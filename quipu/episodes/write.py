@@ -8,6 +8,7 @@ idempotency check and the statements.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypedDict, Unpack
 
 from quipu import times
 from quipu.episodes.build import parse_episode
@@ -18,23 +19,39 @@ from quipu.identity import Authenticated
 from quipu.store.database import Database
 
 
+class EpisodeDocument(TypedDict, total=False):
+    """An episode's own fields (the body of ``POST /episode`` but ``name``, ``graph`` and
+    ``shapes``), checked by ``parse_episode``."""
+
+    episode_body: str | None
+    source: str | None
+    group_id: str | None
+    nodes: Sequence[object] | None
+    edges: Sequence[object] | None
+    replace_snapshot: bool
+
+
+class WriteOptions(TypedDict, total=False):
+    """How the store writes an episode: its namespace, its gates and the verified caller."""
+
+    base_ns: str
+    validate_on_write: bool
+    gates: tuple[Gate, ...]
+    auth: Authenticated | None
+
+
 def write(
     db: Database,
     name: str,
     *,
-    episode_body: str | None = None,
-    source: str | None = None,
-    group_id: str | None = None,
-    nodes: Sequence[object] | None = None,
-    edges: Sequence[object] | None = None,
     graph: str | None = None,
-    replace_snapshot: bool = False,
     valid_from: str | None = None,
+    shapes: str | None = None,
     base_ns: str = DEFAULT_BASE_NS,
     validate_on_write: bool = False,
     gates: tuple[Gate, ...] = (),
-    shapes: str | None = None,
     auth: Authenticated | None = None,
+    **document: Unpack[EpisodeDocument],
 ) -> EpisodeResult:
     """Write an episode (nodes and edges with provenance) under source ``episode:<name>``.
 
@@ -44,15 +61,7 @@ def write(
     SHACL gate always runs first: request ``shapes`` and, with ``validate_on_write``, the stored
     shape sets; a SHACL failure raises ``ShaclViolation`` (400) and writes nothing.
     """
-    parsed = parse_episode(
-        name,
-        episode_body=episode_body,
-        source=source,
-        group_id=group_id,
-        nodes=nodes,
-        edges=edges,
-        replace_snapshot=replace_snapshot,
-    )
+    parsed = parse_episode(name, **document)
     shacl = episode_gate(db, request_shapes=shapes, validate_on_write=validate_on_write)
     return ingest(
         db,
@@ -73,21 +82,8 @@ def complete(
     group_id: str | None = None,
     source_description: str | None = None,
     timestamp: str | None = None,
-    base_ns: str = DEFAULT_BASE_NS,
-    validate_on_write: bool = False,
-    gates: tuple[Gate, ...] = (),
-    auth: Authenticated | None = None,
+    **options: Unpack[WriteOptions],
 ) -> EpisodeResult:
     """Graphiti's flat form: an episode with no nodes or edges; ``timestamp`` is valid time only."""
-    return write(
-        db,
-        name,
-        episode_body=episode_body,
-        source=source_description,
-        group_id=group_id,
-        valid_from=timestamp,
-        base_ns=base_ns,
-        validate_on_write=validate_on_write,
-        gates=gates,
-        auth=auth,
-    )
+    document = EpisodeDocument(episode_body=episode_body, source=source_description, group_id=group_id)
+    return write(db, name, valid_from=timestamp, **options, **document)

@@ -1,57 +1,86 @@
 #!/bin/sh
-# The test command (`./dev test`, and CI through .ci/run): the suite on SQLite, then again on a
-# throw-away PostgreSQL cluster (tests/backends.py reads QUIPU_TEST_DB).
+# The test command (`./dev test`, and CI through .ci/run): the suite on SQLite and, at the same
+# time, on a throw-away PostgreSQL cluster (tests/backends.py reads QUIPU_TEST_DB).
 #
 # - SWI-Prolog is installed first when missing (the logic memory's tests need it).
+# - Each half spreads its tests over worker processes (pytest-xdist, whole modules per worker so
+#   that module fixtures start once): QUIPU_TEST_WORKERS per half, default 2. The two halves run
+#   side by side, because many tests wait on child processes and sockets: four workers keep two
+#   cores busy where two would not.
 # - The PostgreSQL half starts its own cluster (scripts/pg-cluster.sh) unless QUIPU_TEST_DB
 #   already names a server, and stops it at the end. Without PostgreSQL on the machine the half
-#   is skipped with a message; under CI=true that is a failure.
+#   is skipped with a message; under CI=true that is a failure. Its output is shown when it ends.
 # - Arguments go to both pytest runs. With none, the PostgreSQL half runs PG_SUITE: everything
 #   but the logic memory's own tests, which never open a quad store (its REST routes are in
 #   tests/rest and run on both).
 set -u
 cd "$(dirname "$0")/.."
 UV=${QUIPU_UV:-uv}
+WORKERS=${QUIPU_TEST_WORKERS:-2}
+PARALLEL="-n $WORKERS --dist loadscope"
 
 PG_SUITE="tests --ignore=tests/logic --ignore=tests/acceptance/logic"
 
 sh scripts/ensure-swipl.sh || exit 1
 
-echo "== the suite on SQLite" >&2
-$UV run pytest "$@"
-sqlite_status=$?
-
 scratch=""
-stop_cluster() {
+pg_log=""
+pg_pid=""
+cleanup() {
+    if [ -n "$pg_pid" ]; then
+        kill "$pg_pid" 2>/dev/null
+        wait "$pg_pid" 2>/dev/null
+    fi
     if [ -n "$scratch" ]; then
         sh scripts/pg-cluster.sh stop "$scratch/cluster"
         rmdir "$scratch" 2>/dev/null || true
     fi
+    [ -n "$pg_log" ] && rm -f "$pg_log"
 }
-trap stop_cluster EXIT INT TERM
+trap cleanup EXIT
+trap 'exit 130' INT TERM
 
 pg_url=${QUIPU_TEST_DB:-}
 if [ -z "$pg_url" ]; then
     scratch=$(mktemp -d /tmp/quipu-pg.XXXXXX)
     chmod 711 "$scratch"  # the server runs as postgres when we are root: it must reach its directory
     if ! pg_url=$(sh scripts/pg-cluster.sh start "$scratch/cluster"); then
+        rmdir "$scratch" 2>/dev/null || true
+        scratch=""
+        pg_url=""
         if [ "${CI:-}" = "true" ]; then
             echo "== PostgreSQL half: no throw-away cluster could be started, and CI=true makes that a failure" >&2
             exit 1
         fi
         echo "== PostgreSQL half SKIPPED: no throw-away cluster could be started (install PostgreSQL, or set QUIPU_TEST_DB)" >&2
-        exit $sqlite_status
     fi
 fi
 
-echo "== the suite on PostgreSQL ($pg_url)" >&2
-if [ $# -gt 0 ]; then
-    QUIPU_TEST_DB=$pg_url $UV run pytest "$@"
-else
-    # shellcheck disable=SC2086 # PG_SUITE is a list of paths
-    QUIPU_TEST_DB=$pg_url $UV run pytest $PG_SUITE
+if [ -n "$pg_url" ]; then
+    pg_log=$(mktemp /tmp/quipu-pg-half.XXXXXX)
+    echo "== the suite on PostgreSQL ($pg_url), in the background: its report follows the SQLite half's" >&2
+    if [ $# -gt 0 ]; then
+        QUIPU_TEST_DB=$pg_url $UV run pytest $PARALLEL "$@" >"$pg_log" 2>&1 &
+    else
+        # shellcheck disable=SC2086 # PG_SUITE and PARALLEL are word lists
+        QUIPU_TEST_DB=$pg_url $UV run pytest $PARALLEL $PG_SUITE >"$pg_log" 2>&1 &
+    fi
+    pg_pid=$!
 fi
-pg_status=$?
+
+echo "== the suite on SQLite" >&2
+# shellcheck disable=SC2086 # PARALLEL is a word list
+$UV run pytest $PARALLEL "$@"
+sqlite_status=$?
+
+pg_status=0
+if [ -n "$pg_pid" ]; then
+    wait "$pg_pid"
+    pg_status=$?
+    pg_pid=""
+    echo "== the suite on PostgreSQL ($pg_url)" >&2
+    cat "$pg_log"
+fi
 
 if [ $sqlite_status -ne 0 ]; then
     exit $sqlite_status

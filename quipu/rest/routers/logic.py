@@ -29,7 +29,7 @@ from pydantic import BaseModel
 from quipu.errors import BadRequest, WrongType
 from quipu.logic.registry import LogicTool, load_tools
 from quipu.logic.service import LogicHost
-from quipu.rest.problems import PROBLEM_JSON, Problem
+from quipu.rest.problems import documented
 
 
 class TextContent(BaseModel):
@@ -58,11 +58,7 @@ async def _arguments(request: Request) -> dict[str, Any] | None:
 
 
 _UNAVAILABLE: dict[int | str, dict[str, Any]] = {
-    503: {
-        "model": Problem,
-        "description": "no Prolog engine can be started (engine_unavailable)",
-        "content": {PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/Problem"}}},
-    }
+    503: documented("no Prolog engine can be started (engine_unavailable)")
 }
 
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 import importlib
 from functools import cache
 from importlib import metadata
-from typing import Any
-
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name
+from typing import TYPE_CHECKING, Any
 
 import quipu
+
+if TYPE_CHECKING:  # packaging costs ~0.1 s to import: only /version needs it, at its first call
+    from packaging.requirements import Requirement
 
 DISTRIBUTION = "quipu"
 
@@ -31,6 +31,8 @@ def build_stamp() -> tuple[str, bool]:
 
 def _extra_requirements(dist: metadata.Distribution, extra: str) -> list[Requirement] | None:
     """What ``extra`` adds in this environment (None when the metadata does not parse)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
     out: list[Requirement] = []
     for line in dist.requires or []:
         try:
@@ -58,6 +60,8 @@ def _satisfied(req: Requirement, seen: set[tuple[str, str]]) -> bool:
 
 
 def _extra_installed(dist: metadata.Distribution, extra: str, seen: set[tuple[str, str]]) -> bool:
+    from packaging.utils import canonicalize_name
+
     key = (canonicalize_name(dist.metadata["Name"] or ""), canonicalize_name(extra))
     if key in seen:  # an extra that (indirectly) needs itself
         return True

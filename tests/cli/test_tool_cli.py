@@ -1,7 +1,10 @@
-"""``quipu tool list`` and ``quipu tool call``: the MCP tools as commands, run as the real console
-script (tests/cli/test_cli.py's runner) against a real store (in process, ``--db``) or a live
-server (``--server``). Interpreter start-up costs seconds, so the invocations of one scenario
-start concurrently.
+"""``quipu tool list`` and ``quipu tool call``: the MCP tools as commands, against a real store (in
+process, ``--db``) or a live server (``--server``).
+
+A few invocations run the real console script (tests/cli/test_cli.py's runner); the rest run the
+same typer app in this process (``tests.cli.test_cli.invoke``, stdout and stderr kept apart),
+because each interpreter start-up of the REST and MCP stack costs seconds of CPU and proves
+nothing more.
 """
 
 from __future__ import annotations
@@ -9,7 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -21,7 +24,7 @@ from quipu.config import load_settings
 from quipu.mcp.http import served_registry
 from quipu.rest.app import create_app
 from tests.backends import on_postgres, store_location
-from tests.cli.test_cli import Call, Run, run, run_many
+from tests.cli.test_cli import Call, Run, invoke, run
 from tests.rest.live_server import live_server
 
 EX: Final = "http://ex.org/"
@@ -32,10 +35,6 @@ KNOT: Final = {"turtle": f'<{EX}svc> <{EX}name> "svc" .'}
 
 def quipu(*args: str, cwd: Path) -> Run:
     return run(Call(args, cwd))
-
-
-def quipu_many(calls: Mapping[str, Sequence[str]], cwd: Path) -> dict[str, Run]:
-    return run_many({name: Call(args, cwd) for name, args in calls.items()})
 
 
 def body_of(result: Run) -> Any:
@@ -97,30 +96,28 @@ def in_process(tmp_path_factory: pytest.TempPathFactory) -> Scenario:
     args_file = root / "args.json"
     args_file.write_text(json.dumps({"query": f"SELECT ?o WHERE {{ <{EX}svc> <{EX}name> ?o }}"}))
     (root / "list.json").write_text("[1, 2]")
+    # The installed console script, end to end: a write, then the read that sees it.
     written = {"knot": quipu(*call("quipu_knot", KNOT, "--db", db), cwd=root)}
-    runs = quipu_many(
-        {
-            "ask_empty": call("quipu_query", ASK_ANY, "--db", empty),
-            "ask": call("quipu_query", ASK_ANY, "--db", db),
-            "select_from_file": call("quipu_query", f"@{args_file}", "--db", db),
-            "wrong_type": call("quipu_query", {"query": 42}, "--db", db),
-            "wrong_form": call(
-                "quipu_set",
-                {"entity": EX + "svc", "predicate": EX + "name", "value": {"int": "5"}},
-                "--db",
-                db,
-            ),
-            "bad_sparql": call("quipu_query", {"query": "SELEKT"}, "--db", db),
-            "version": ["tool", "call", "quipu_version", "--db", db],
-            "unknown": call("quipu_nope", {}, "--db", str(root / "never.db")),
-            "not_json": call("quipu_query", "{query", "--db", db),
-            "not_object": call("quipu_query", f"@{root / 'list.json'}", "--db", db),
-            "unreadable": call("quipu_query", f"@{root / 'missing.json'}", "--db", db),
-            "both_targets": call("quipu_health", {}, "--db", db, "--server", "http://127.0.0.1:9"),
-        },
-        root,
-    )
-    return Scenario(root, {**written, **runs})
+    written["ask"] = quipu(*call("quipu_query", ASK_ANY, "--db", db), cwd=root)
+    calls = {
+        "ask_empty": call("quipu_query", ASK_ANY, "--db", empty),
+        "select_from_file": call("quipu_query", f"@{args_file}", "--db", db),
+        "wrong_type": call("quipu_query", {"query": 42}, "--db", db),
+        "wrong_form": call(
+            "quipu_set",
+            {"entity": EX + "svc", "predicate": EX + "name", "value": {"int": "5"}},
+            "--db",
+            db,
+        ),
+        "bad_sparql": call("quipu_query", {"query": "SELEKT"}, "--db", db),
+        "version": ["tool", "call", "quipu_version", "--db", db],
+        "unknown": call("quipu_nope", {}, "--db", str(root / "never.db")),
+        "not_json": call("quipu_query", "{query", "--db", db),
+        "not_object": call("quipu_query", f"@{root / 'list.json'}", "--db", db),
+        "unreadable": call("quipu_query", f"@{root / 'missing.json'}", "--db", db),
+        "both_targets": call("quipu_health", {}, "--db", db, "--server", "http://127.0.0.1:9"),
+    }
+    return Scenario(root, {**written, **{name: invoke(*args) for name, args in calls.items()}})
 
 
 def test_a_query_prints_the_result_json_and_exits_0(in_process: Scenario) -> None:
@@ -169,21 +166,17 @@ def test_config_narrowing_and_credentials_are_the_mcp_servers(tmp_path: Path) ->
     )
     settings = ["--db", db, "--config", str(config)]
     token = token_file(tmp_path / "token", TOKEN)
-    runs = quipu_many(
-        {
-            "anonymous": call("quipu_knot", KNOT, *settings),
-            "narrowed_out": call("quipu_health", {}, *settings),
-            "unsafe_token": call(
-                "quipu_knot", KNOT, *settings, "--token-file", token_file(tmp_path / "shared", TOKEN, 0o644)
-            ),
-        },
-        tmp_path,
-    )
+    unsafe = token_file(tmp_path / "shared", TOKEN, 0o644)
+    runs = {
+        "anonymous": invoke(*call("quipu_knot", KNOT, *settings)),
+        "narrowed_out": invoke(*call("quipu_health", {}, *settings)),
+        "unsafe_token": invoke(*call("quipu_knot", KNOT, *settings, "--token-file", unsafe)),
+    }
     refused = tool_error(runs["anonymous"])  # the store's credential applies in process too
     assert (refused["status"], refused["reason"]) == (401, "missing_or_invalid_bearer_token")
     usage_error(runs["narrowed_out"], "unknown tool: quipu_health")  # [quipu.mcp] toolsets = ["data"]
     usage_error(runs["unsafe_token"], "must be private")
-    written = quipu(*call("quipu_knot", KNOT, *settings, "--token-file", token), cwd=tmp_path)
+    written = invoke(*call("quipu_knot", KNOT, *settings, "--token-file", token))
     assert succeeded(written)["count"] == 1
 
 
@@ -202,16 +195,14 @@ def server(tmp_path: Path) -> Iterator[str]:
 def test_over_http_the_server_authenticates_and_validates(server: str, tmp_path: Path) -> None:
     token = token_file(tmp_path / "token", TOKEN)
     wrong = token_file(tmp_path / "wrong", "not-the-token-0123456789")
-    runs = quipu_many(
-        {
-            "anonymous": call("quipu_knot", KNOT, "--server", server),
-            "wrong_token": call("quipu_knot", KNOT, "--server", server, "--token-file", wrong),
-            "wrong_type": call("quipu_query", {"query": 42}, "--server", server),
-            "bad_sparql": call("quipu_query", {"query": "SELEKT"}, "--server", server),
-            "unreachable": call("quipu_health", {}, "--server", "http://127.0.0.1:9"),
-        },
-        tmp_path,
-    )
+    calls = {
+        "anonymous": call("quipu_knot", KNOT, "--server", server),
+        "wrong_token": call("quipu_knot", KNOT, "--server", server, "--token-file", wrong),
+        "wrong_type": call("quipu_query", {"query": 42}, "--server", server),
+        "bad_sparql": call("quipu_query", {"query": "SELEKT"}, "--server", server),
+        "unreachable": call("quipu_health", {}, "--server", "http://127.0.0.1:9"),
+    }
+    runs = {name: invoke(*args) for name, args in calls.items()}
     for name in ("anonymous", "wrong_token"):
         refused = tool_error(runs[name])
         assert (refused["status"], refused["reason"]) == (401, "missing_or_invalid_bearer_token"), name
@@ -224,7 +215,7 @@ def test_over_http_the_server_authenticates_and_validates(server: str, tmp_path:
 
     written = quipu(*call("quipu_knot", KNOT, "--server", server, "--token-file", token), cwd=tmp_path)
     assert succeeded(written)["count"] == 1
-    read = quipu(*call("quipu_query", ASK_ANY, "--server", server + "/"), cwd=tmp_path)
+    read = invoke(*call("quipu_query", ASK_ANY, "--server", server + "/"))
     assert succeeded(read) == {"result": True, "labels": None}  # reads need no credential
     last = httpx.get(server + "/transactions", timeout=10.0).json()["transactions"][-1]
     assert last["authenticated"]["principal"] == "legacy-shared-bearer"
@@ -237,15 +228,12 @@ def test_tool_list_prints_the_served_tools_without_opening_a_store(tmp_path: Pat
     never = tmp_path / "never" / "kb.db"  # in a folder that does not exist: opening it would fail
     config = tmp_path / "quipu.toml"
     config.write_text(f"[quipu.store]\ndb = {json.dumps(str(never))}\n", encoding="utf-8")
-    runs = quipu_many(
-        {
-            "table": ["tool", "list", "--config", str(config)],
-            "json": ["tool", "list", "--format", "json", "--config", str(config)],
-            "narrowed": ["tool", "list", "-f", "json", "--toolsets", "data,service", "--read-only-tools"],
-            "unknown_toolset": ["tool", "list", "--toolsets", "data,nope"],
-        },
-        tmp_path,
-    )
+    runs = {
+        "table": quipu("tool", "list", "--config", str(config), cwd=tmp_path),  # the installed script
+        "json": invoke("tool", "list", "--format", "json", "--config", str(config)),
+        "narrowed": invoke("tool", "list", "-f", "json", "--toolsets", "data,service", "--read-only-tools"),
+        "unknown_toolset": invoke("tool", "list", "--toolsets", "data,nope"),
+    }
     settings = load_settings(store={"db": ":memory:"})
     everything = served_registry(create_app(settings), settings)
     listed = succeeded(runs["json"])

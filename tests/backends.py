@@ -29,14 +29,34 @@ _created: dict[str, Path] = {}  # database -> the location it stands for
 _template_ready = False
 
 
+_asked = 0  # calls of server_url by tests (every way to a test store goes through it)
+
+
 def server_url() -> str | None:
     """The PostgreSQL server under test, or None for SQLite."""
-    url = os.environ.get(ENV, "").strip()
-    return url or None
+    global _asked
+    _asked += 1
+    return _configured()
 
 
 def on_postgres() -> bool:
     return server_url() is not None
+
+
+def _configured() -> str | None:
+    url = os.environ.get(ENV, "").strip()
+    return url or None
+
+
+def postgres_half() -> bool:
+    """Whether this run is the PostgreSQL half, for the suite's own hooks (not counted by ``asked``)."""
+    return _configured() is not None
+
+
+def asked() -> int:
+    """How often tests have asked which backend they run on, or for a store location: a test
+    that never does runs the same on both halves (``backend_independent`` in tests/conftest.py)."""
+    return _asked
 
 
 def _with_database(url: str, database: str) -> str:

@@ -1,11 +1,19 @@
 """Shared fixtures: every test gets its own real store: a SQLite file under ``tmp_path``, or a
-PostgreSQL database of its own when ``QUIPU_TEST_DB`` names a server (tests/backends.py)."""
+PostgreSQL database of its own when ``QUIPU_TEST_DB`` names a server (tests/backends.py).
+
+A test marked ``backend_independent`` never asks tests/backends for the backend or a store (it
+parses arguments, checks headers, or uses stores of its own on SQLite files): the PostgreSQL half
+skips it, and the SQLite half fails it if it asks after all, or is skipped. A mark on a test that
+shares a module fixture with store-using tests is caught only when it runs first: check new marks
+with ``pytest -m backend_independent``.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,10 +28,16 @@ def pytest_report_header(config: pytest.Config) -> str:
     return f"quipu store backend: {'PostgreSQL ' + url if url else 'SQLite files'}"
 
 
+INDEPENDENT = "backend_independent"
+_ASKED_BEFORE = pytest.StashKey[int]()
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not backends.on_postgres():
+    if not backends.postgres_half():
         return
     skips = {
+        # Its SQLite run covers it: it never reaches a test store (checked there, below).
+        INDEPENDENT: pytest.mark.skip(reason="never reaches the backend under test: the SQLite half runs it"),
         "sqlite_only": pytest.mark.skip(
             reason="checks the SQLite file itself (QUIPU_TEST_DB selects PostgreSQL)"
         ),
@@ -38,10 +52,36 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(skip)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    item.stash[_ASKED_BEFORE] = backends.asked()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
+    """On SQLite, a test marked backend_independent must run and never ask for the backend or a
+    store location: otherwise the PostgreSQL half, which skips it, would lose coverage."""
+    outcome = yield
+    if backends.postgres_half() or item.get_closest_marker(INDEPENDENT) is None:
+        return
+    report = outcome.get_result()
+    if call.when == "setup" and report.skipped:
+        report.outcome, report.longrepr = (
+            "failed",
+            f"{item.nodeid} is {INDEPENDENT} yet skipped here: it runs nowhere",
+        )
+    elif call.when == "teardown" and backends.asked() != item.stash.get(_ASKED_BEFORE, backends.asked()):
+        report.outcome = "failed"
+        report.longrepr = (
+            f"{item.nodeid} is marked {INDEPENDENT} but asked tests/backends for the backend or a "
+            "store location: remove the mark, or the PostgreSQL half loses this test"
+        )
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
     yield
-    if backends.on_postgres():
+    if backends.postgres_half():
         tmp = getattr(item, "funcargs", {}).get("tmp_path")
         if isinstance(tmp, Path):
             backends.drop_under(tmp)
@@ -49,7 +89,7 @@ def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     backends.remove_sqlite_template()
-    if backends.on_postgres():
+    if backends.postgres_half():
         backends.drop_under(None)
         backends.drop_template()
 

@@ -10,7 +10,10 @@ import pytest
 
 from bench import logic
 
-pytestmark = pytest.mark.skipif(shutil.which("swipl") is None, reason="SWI-Prolog (swipl) is not installed")
+pytestmark = [
+    pytest.mark.skipif(shutil.which("swipl") is None, reason="SWI-Prolog (swipl) is not installed"),
+    pytest.mark.backend_independent,
+]
 
 
 def test_logic_benchmark_smoke(capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,6 +8,9 @@ import pytest
 
 from bench import mcp
 
+# Never reaches the backend under test: the PostgreSQL half skips it (tests/conftest.py).
+pytestmark = pytest.mark.backend_independent
+
 
 def test_mcp_benchmark_smoke(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["--triples", "300", "--calls", "20", "--warmup", "2", "--data-dir", str(tmp_path)]

@@ -8,6 +8,9 @@ import pytest
 
 from bench import rest
 
+# Never reaches the backend under test: the PostgreSQL half skips it (tests/conftest.py).
+pytestmark = pytest.mark.backend_independent
+
 
 def test_rest_benchmark_smoke(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     argv = [

@@ -10,6 +10,7 @@ from bench import ingest
 from tests import backends
 
 
+@pytest.mark.backend_independent
 def test_ingest_benchmark_smoke(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     argv = [
         "--triples",

@@ -13,6 +13,7 @@ from bench import postgres, sparql
 from tests import backends
 
 
+@pytest.mark.backend_independent
 def test_sparql_benchmark_smoke(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["--triples", "3000", "--repeat", "1", "--data-dir", str(tmp_path)]
     status = sparql.main(argv)
@@ -24,6 +25,7 @@ def test_sparql_benchmark_smoke(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert "Row counts: quipu and rdflib agree with pyoxigraph" in captured.out
 
 
+@pytest.mark.backend_independent
 def test_sparql_benchmark_only_and_skip_rdflib(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["--triples", "3000", "--repeat", "1", "--data-dir", str(tmp_path), "--only", "Q6,T3"]
     assert sparql.main([*argv, "--skip-rdflib"]) == 0
@@ -31,12 +33,14 @@ def test_sparql_benchmark_only_and_skip_rdflib(tmp_path: Path, capsys: pytest.Ca
     assert [row.split()[1] for row in rows[1:]] == ["Q6", "T3"]  # rows[0] is the header
 
 
+@pytest.mark.backend_independent
 def test_sparql_benchmark_explain_needs_db(tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as exit_info:
         sparql.main(["--triples", "3000", "--data-dir", str(tmp_path), "--explain"])
     assert exit_info.value.code == 2
 
 
+@pytest.mark.backend_independent
 def test_sparql_benchmark_db_refuses_a_non_postgres_url(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -8,6 +8,9 @@ import pytest
 
 from bench import write
 
+# Never reaches the backend under test: the PostgreSQL half skips it (tests/conftest.py).
+pytestmark = pytest.mark.backend_independent
+
 
 def test_write_benchmark_smoke(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["--triples", "300", "--episodes", "20", "--gated", "8", "--warmup", "1"]

@@ -24,6 +24,9 @@ import pytest
 import hatch_build
 from quipu import version
 
+# Never reaches the backend under test: the PostgreSQL half skips it (tests/conftest.py).
+pytestmark = pytest.mark.backend_independent
+
 ROOT = Path(__file__).resolve().parent.parent
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 # Temp repositories must not pick up the developer's git config (signing, hooks, templates).

@@ -19,6 +19,9 @@ from quipu.config import DEFAULT_PORT, load_settings, user_config_file
 from quipu.errors import ConfigError
 from quipu.rest.auth import MAX_TOKEN_FILE, Credentials, hash_token
 
+# Never reaches the backend under test: the PostgreSQL half skips it (tests/conftest.py).
+pytestmark = pytest.mark.backend_independent
+
 TOKEN = "a-token-of-at-least-sixteen-chars"
 posix_only = pytest.mark.skipif(os.name != "posix", reason="file modes are POSIX")
 

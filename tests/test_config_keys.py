@@ -20,6 +20,9 @@ from pydantic.fields import FieldInfo
 
 from quipu.config import Settings
 
+# Never reaches the backend under test: the PostgreSQL half skips it (tests/conftest.py).
+pytestmark = pytest.mark.backend_independent
+
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "config.md"
 ROW = re.compile(r"^\|\s*`(?P<key>[^`]+)`\s*\|\s*(?P<default>.*?)\s*\|\s*(?P<meaning>.*?)\s*\|$")

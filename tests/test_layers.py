@@ -36,6 +36,9 @@ from typing import Final
 
 import pytest
 
+# Never reaches the backend under test: the PostgreSQL half skips it (tests/conftest.py).
+pytestmark = pytest.mark.backend_independent
+
 ROOT: Final = Path(__file__).resolve().parent.parent / "quipu"
 
 LAYERS: Final[tuple[tuple[str, frozenset[str]], ...]] = (

@@ -224,6 +224,7 @@ def test_over_http_the_server_authenticates_and_validates(server: str, tmp_path:
 # -- tool list -------------------------------------------------------------------------------
 
 
+@pytest.mark.backend_independent
 def test_tool_list_prints_the_served_tools_without_opening_a_store(tmp_path: Path) -> None:
     never = tmp_path / "never" / "kb.db"  # in a folder that does not exist: opening it would fail
     config = tmp_path / "quipu.toml"
@@ -260,6 +261,7 @@ def test_tool_list_prints_the_served_tools_without_opening_a_store(tmp_path: Pat
     assert not never.parent.exists()
 
 
+@pytest.mark.backend_independent
 def test_quipu_help_does_not_import_the_rest_or_mcp_stack() -> None:
     # `quipu --help` (and every plain command) starts without FastAPI, the MCP SDK or httpx.
     code = (

@@ -15,6 +15,9 @@ from mcp.shared.tool_name_validation import validate_tool_name
 
 from quipu.rest import route_table
 
+# Never reaches the backend under test: the PostgreSQL half skips it (tests/conftest.py).
+pytestmark = pytest.mark.backend_independent
+
 TOOLSETS: Final = ("data", "search", "graphs", "governance", "sharing", "events", "service")
 KEYS: Final = frozenset({"name", "toolset", "method", "path", "extra", "description"})
 OWL_TOOLS: Final = frozenset({"quipu_load_ontology", "quipu_explain"})

@@ -27,6 +27,9 @@ from quipu.mcp.server import tool_list
 from quipu.rest import route_table
 from quipu.rest.app import create_app
 
+# Never reaches the backend under test: the PostgreSQL half skips it (tests/conftest.py).
+pytestmark = pytest.mark.backend_independent
+
 DEFAULT_COUNT: Final = 77
 OWL_COUNT: Final = 2
 OWL_TOOLS: Final = frozenset({"quipu_load_ontology", "quipu_explain"})

@@ -13,6 +13,9 @@ import pytest
 from quipu.mcp.docs import COMMAND, REGENERATE, current_registry, render, served_counts
 from quipu.mcp.registry import Registry
 
+# Never reaches the backend under test: the PostgreSQL half skips it (tests/conftest.py).
+pytestmark = pytest.mark.backend_independent
+
 ROOT: Final = Path(__file__).resolve().parents[2]
 DOC: Final = ROOT / "docs" / "tools.md"
 README: Final = ROOT / "README.md"

@@ -24,6 +24,9 @@ from quipu.rest.app import create_app
 from quipu.rest.routers.logic import serve_inline
 from tests.logic.runtime_support import require_swipl
 
+# Never reaches the backend under test: the PostgreSQL half skips it (tests/conftest.py).
+pytestmark = pytest.mark.backend_independent
+
 JSON = {"content-type": "application/json", "accept": "application/json"}
 
 

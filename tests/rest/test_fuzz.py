@@ -26,6 +26,9 @@ from quipu.rest import route_table
 from quipu.rest.app import create_app
 from tests.rest.live_server import live_server
 
+# Never reaches the backend under test: the PostgreSQL half skips it (tests/conftest.py).
+pytestmark = pytest.mark.backend_independent
+
 SEED = """@prefix : <http://ex.org/> . @prefix xsd: <http://www.w3.org/2001/XMLSchema#> .
 :s a :Thing ; :name "s"@en ; :n 3 ; :x 2.5e0 ; :ok true ; :d "2026-01-01"^^xsd:date ; :knows :t , [ :name "anon" ] .
 :Thing <http://www.w3.org/2000/01/rdf-schema#subClassOf> :Top .

@@ -372,6 +372,7 @@ class Server:
         self.proc.wait(timeout=10)
 
 
+@pytest.mark.backend_independent
 def test_a_promotion_killed_midway_restarts_and_never_leaves_a_partial_snapshot(tmp_path: Path) -> None:
     db = tmp_path / "kill.db"
     old = ntriples(200, "old")
@@ -408,6 +409,7 @@ def test_a_promotion_killed_midway_restarts_and_never_leaves_a_partial_snapshot(
         server.kill()
 
 
+@pytest.mark.backend_independent
 def test_split_cuts_on_character_boundaries() -> None:
     text = "a東🦙é" * 10
     pieces = split(text, 5)

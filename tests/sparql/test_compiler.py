@@ -63,6 +63,7 @@ def _query(form: str, pats: list[tuple[str, str, str]], distinct: bool, groups: 
     distinct=st.booleans(),
     groups=st.booleans(),
 )
+@pytest.mark.backend_independent
 def test_compiled_bgps_match_rdflib_at_every_read_point(
     first: list[tuple[str, str, str]],
     second: list[tuple[str, str, str]],

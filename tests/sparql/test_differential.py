@@ -504,6 +504,7 @@ SETTINGS = settings(
 )
 
 
+@pytest.mark.backend_independent
 @SETTINGS
 @given(data=triples, queries=st.lists(select_queries(), min_size=1, max_size=4))
 def test_graph_patterns_match_rdflib(
@@ -598,6 +599,7 @@ def _iri_back(rows: list[Row], names: frozenset[str]) -> list[Row]:
     ]
 
 
+@pytest.mark.backend_independent
 @SETTINGS
 @given(data=triples, queries=st.lists(aggregate_queries(), min_size=1, max_size=4))
 def test_aggregates_match_rdflib(
@@ -699,6 +701,7 @@ def ordered_queries(draw: st.DrawFn) -> _OrderQuery:
     )
 
 
+@pytest.mark.backend_independent
 @SETTINGS
 @given(data=triples, queries=st.lists(ordered_queries(), min_size=1, max_size=3))
 def test_order_by_and_slices_follow_the_spec(

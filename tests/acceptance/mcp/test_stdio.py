@@ -99,6 +99,7 @@ def refusals(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Refusal]:
     return out
 
 
+@pytest.mark.backend_independent
 @pytest.mark.parametrize("case", sorted(EXPECTED))
 def test_an_unsafe_token_file_refuses_to_start_with_one_error_line(
     refusals: dict[str, Refusal], case: str

@@ -172,14 +172,12 @@ def drop_under(directory: Path | None) -> None:
 
 @contextmanager
 def scratch_location() -> Iterator[str]:
-    """A store for one short-lived use: ``:memory:`` on SQLite, a database of its own (dropped
-    afterwards) on PostgreSQL. For harnesses that open a store per case outside a test's tmp_path."""
-    if not on_postgres():
-        yield ":memory:"
-        return
+    """A store for one short-lived use, removed afterwards: on SQLite a copy of the migrated
+    template file (opening it costs a third of migrating ``:memory:``), on PostgreSQL a database of
+    its own. For harnesses that open a store per case outside a test's tmp_path."""
     directory = Path(tempfile.mkdtemp(prefix="quipu-scratch-"))
     try:
-        yield store_location(directory, "scratch.db")
+        yield migrated_location(directory, "scratch.db")
     finally:
         drop_under(directory)
-        directory.rmdir()
+        shutil.rmtree(directory, ignore_errors=True)

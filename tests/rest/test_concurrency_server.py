@@ -146,12 +146,14 @@ def load(tmp_path_factory: pytest.TempPathFactory) -> Load:
     return Load(logs, readers, counts, log)
 
 
+@pytest.mark.backend_independent  # its server's store is a SQLite file of its own
 def test_no_client_thread_crashes(load: Load) -> None:
     assert [log.crash for log in load.logs + load.readers] == [None] * (CLIENTS + READERS)
     assert [len(log.statuses) for log in load.logs] == [PER_CLIENT] * CLIENTS
     assert [len(log.statuses) for log in load.readers] == [READS] * READERS
 
 
+@pytest.mark.backend_independent  # its server's store is a SQLite file of its own
 def test_every_concurrent_write_answers_200(load: Load) -> None:
     statuses = Counter(status for log in load.logs for status in log.statuses)
     failures = [text for log in load.logs for text in log.failures]
@@ -159,6 +161,7 @@ def test_every_concurrent_write_answers_200(load: Load) -> None:
     assert statuses == {200: CLIENTS * PER_CLIENT}, (statuses, failures[:3])
 
 
+@pytest.mark.backend_independent  # its server's store is a SQLite file of its own
 def test_transaction_ids_are_unique_and_increase_per_client(load: Load) -> None:
     tx_ids = [tx for log in load.logs for tx in log.tx_ids]
     assert len(tx_ids) == len(set(tx_ids)) == CLIENTS * PER_CLIENT
@@ -166,10 +169,12 @@ def test_transaction_ids_are_unique_and_increase_per_client(load: Load) -> None:
         assert log.tx_ids == sorted(log.tx_ids)
 
 
+@pytest.mark.backend_independent  # its server's store is a SQLite file of its own
 def test_every_write_is_readable_over_query(load: Load) -> None:
     assert load.counts == {"client": CLIENTS * PER_CLIENT, "label": CLIENTS * PER_CLIENT, "last": 1}
 
 
+@pytest.mark.backend_independent  # its server's store is a SQLite file of its own
 def test_every_write_is_in_the_transaction_log(load: Load) -> None:
     ids = [row["id"] for row in load.log]
     assert len(ids) == len(set(ids)) >= CLIENTS * PER_CLIENT
@@ -182,6 +187,7 @@ def test_every_write_is_in_the_transaction_log(load: Load) -> None:
     assert all(by_id[tx]["authenticated"] is not None for tx in written)
 
 
+@pytest.mark.backend_independent  # its server's store is a SQLite file of its own
 def test_queries_during_the_writes_answer_200_and_never_count_backwards(load: Load) -> None:
     statuses = Counter(status for log in load.readers for status in log.statuses)
     failures = [text for log in load.readers for text in log.failures]
@@ -196,9 +202,6 @@ def test_queries_during_the_writes_answer_200_and_never_count_backwards(load: Lo
 _COLD_PARSE = """
 import sys, threading
 import quipu
-
-# Never reaches the backend under test: the PostgreSQL half skips it (tests/conftest.py).
-pytestmark = pytest.mark.backend_independent
 kb = quipu.open(sys.argv[1])
 shapes = [
     "SELECT (COUNT(*) AS ?n) WHERE {{ ?s <http://ex.org/{n}/{i}> ?o }}",

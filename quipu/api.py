@@ -31,6 +31,7 @@ from quipu.store import budget as budgets
 from quipu.store import ownership, reads, writes
 from quipu.store.database import Database
 from quipu.store.dialect import SqliteTuning
+from quipu.store.wal import DEFAULT_LIMIT_MB
 from quipu.uploads.service import Uploads
 
 
@@ -45,7 +46,7 @@ class KnowledgeBase:
       ``propose``, ``proposals``, ``accept_proposal``, ``reject_proposal``;
     * reads: ``query``, ``query_result``, ``export``, ``export_result``, ``cord``, ``unravel``,
       ``entity``, ``entity_history``, ``entity_turtle``, ``fragments``, ``transactions``,
-      ``events``, ``stats``.
+      ``events``, ``stats``, ``wal_bytes``.
     """
 
     def __init__(
@@ -54,6 +55,7 @@ class KnowledgeBase:
         *,
         synchronous: str = "NORMAL",
         cache_mb: int = 256,
+        wal_checkpoint_mb: int = DEFAULT_LIMIT_MB,
         readers: int = 4,
         max_sparql_rows: int | None = None,
         sparql_compiler: bool = True,
@@ -66,9 +68,8 @@ class KnowledgeBase:
         # the store opens, so a bad one leaves nothing open.
         timeout_ms = budgets.limit("query_timeout_ms", query_timeout_ms)
         max_join_rows = budgets.limit("max_join_rows", max_join_rows)
-        db = self.db = Database(
-            location, SqliteTuning(synchronous=synchronous, cache_mb=cache_mb), readers=readers
-        )
+        tuning = SqliteTuning(synchronous=synchronous, cache_mb=cache_mb, wal_checkpoint_mb=wal_checkpoint_mb)
+        db = self.db = Database(location, tuning, readers=readers)
         # The settings the verbs are bound with: Final, since changing one would not reach them.
         self.max_sparql_rows: Final = max_sparql_rows
         self.sparql_compiler: Final = sparql_compiler  # False forces rdflib's evaluator (to compare)
@@ -129,6 +130,7 @@ class KnowledgeBase:
         self.fragments = partial(reads.fragments, db)
         self.events = partial(reads.events, db)
         self.stats = partial(reads.StatsCache().get, db)
+        self.wal_bytes = db.wal_bytes  # SQLite's write-ahead log file now (None elsewhere)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> KnowledgeBase:
@@ -138,6 +140,7 @@ class KnowledgeBase:
             store.db,
             synchronous=store.synchronous,
             cache_mb=store.cache_mb,
+            wal_checkpoint_mb=store.wal_checkpoint_mb,
             readers=store.readers,
             max_sparql_rows=search.max_sparql_rows,
             query_timeout_ms=search.query_timeout_ms,

@@ -35,6 +35,7 @@ class StoreSettings(_Section):
     db: str = "quipu.db"
     synchronous: Literal["OFF", "NORMAL", "FULL", "EXTRA"] = "NORMAL"
     cache_mb: int = Field(256, ge=1)
+    wal_checkpoint_mb: int = Field(16, ge=1)
     readers: int = Field(4, ge=1)
 
 

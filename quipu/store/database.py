@@ -22,6 +22,7 @@ from quipu.store.events import SeenTerms, emit, record_refusal
 from quipu.store.schema import SCHEMA_REVISION
 from quipu.store.stage import forget_temp_tables
 from quipu.store.terms import TermDictionary
+from quipu.store.wal import wal_bytes
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -253,6 +254,12 @@ class Database:
                 with self.reader.connect() as conn, conn.begin():
                     self.dialect.begin_read(conn)
                     yield conn
+
+    def wal_bytes(self) -> int | None:
+        """The size of the write-ahead log file of a SQLite store on disk, else None."""
+        if self.backend.kind != "sqlite" or self.memory:
+            return None
+        return wal_bytes(make_url(self.backend.url).database or "")
 
     def head_tx(self, conn: Connection) -> int:
         """The latest committed transaction id (0 for an empty store)."""

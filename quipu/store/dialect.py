@@ -10,7 +10,6 @@ import logging
 import operator
 import re
 import sqlite3
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -27,6 +26,7 @@ from sqlalchemy.sql.functions import FunctionElement
 
 from quipu.errors import ConfigError, QuipuError
 from quipu.store import pg_functions, pg_regex, sqlfunctions
+from quipu.store.wal import DEFAULT_LIMIT_MB, JOURNAL_SIZE_LIMIT, MIB, WalCheckpointer
 
 log = logging.getLogger("quipu.store")
 _PYFORMAT_NAME = re.compile(r"%\((\w+)\)s")
@@ -42,6 +42,7 @@ class SqliteTuning:
     synchronous: str = "NORMAL"
     cache_mb: int = 256
     busy_timeout_ms: int = 30_000
+    wal_checkpoint_mb: int = DEFAULT_LIMIT_MB
 
     def __post_init__(self) -> None:
         # These values are spliced into PRAGMA statements, so only known spellings pass.
@@ -51,6 +52,8 @@ class SqliteTuning:
             raise ConfigError(f"cache_mb must be a positive integer, not {self.cache_mb!r}")
         if not isinstance(self.busy_timeout_ms, int) or self.busy_timeout_ms < 0:
             raise ConfigError(f"busy_timeout_ms must be an integer >= 0, not {self.busy_timeout_ms!r}")
+        if not isinstance(self.wal_checkpoint_mb, int) or self.wal_checkpoint_mb < 1:
+            raise ConfigError(f"wal_checkpoint_mb must be a positive integer, not {self.wal_checkpoint_mb!r}")
 
 
 class Dialect:
@@ -183,6 +186,8 @@ class SqliteDialect(Dialect):
             cur = dbapi_conn.cursor()
             if not memory:
                 cur.execute("PRAGMA journal_mode=WAL")
+                # Without it the log file stays at its largest size after it starts over.
+                cur.execute(f"PRAGMA journal_size_limit={JOURNAL_SIZE_LIMIT}")
             cur.execute(f"PRAGMA synchronous={tuning.synchronous}")
             cur.execute(f"PRAGMA busy_timeout={int(tuning.busy_timeout_ms)}")
             cur.execute(f"PRAGMA cache_size=-{int(tuning.cache_mb) * 1024}")
@@ -201,7 +206,9 @@ class SqliteDialect(Dialect):
 
     def start(self, database: str | None) -> None:
         if database is not None and not self.memory:
-            self.checkpointer = WalCheckpointer(database, self.tuning.busy_timeout_ms)
+            self.checkpointer = WalCheckpointer(
+                database, self.tuning.busy_timeout_ms, limit_bytes=self.tuning.wal_checkpoint_mb * MIB
+            )
             self.checkpointer.start()
 
     def after_commit(self) -> None:
@@ -515,64 +522,3 @@ class Prepared:
             args = merged
         cursor.execute(self.sql, args)
         return cursor
-
-
-class WalCheckpointer:
-    """Copies the WAL back into the database file from a thread of its own.
-
-    With automatic checkpoints, every thousandth page or so a commit also runs a checkpoint and
-    its fsync, which made the 99th-percentile small write ten times slower than the median. The
-    writer runs with ``wal_autocheckpoint=0`` and this thread checkpoints (PASSIVE: it never
-    blocks the writer or readers) every ``every`` commits or ``interval`` seconds.
-    """
-
-    def __init__(self, path: str, busy_timeout_ms: int, every: int = 256, interval: float = 1.0) -> None:
-        self.path = path
-        self.busy_timeout_ms = busy_timeout_ms
-        self.every = every
-        self.interval = interval
-        self._commits = 0
-        self._wake = threading.Event()
-        self._stopping = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="quipu-wal-checkpoint", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def committed(self) -> None:
-        self._commits += 1
-        if self._commits >= self.every:
-            self._commits = 0
-            self._wake.set()
-
-    def _connect(self, busy_timeout_ms: int | None = None) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        wait = self.busy_timeout_ms if busy_timeout_ms is None else busy_timeout_ms
-        conn.execute(f"PRAGMA busy_timeout={int(wait)}")
-        return conn
-
-    def _run(self) -> None:
-        conn = self._connect()
-        try:
-            while not self._stopping.is_set():
-                self._wake.wait(self.interval)
-                self._wake.clear()
-                try:
-                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-                except sqlite3.Error:  # busy or locked: the next round retries
-                    continue
-        finally:
-            conn.close()
-
-    def stop(self) -> None:
-        self._stopping.set()
-        self._wake.set()
-        self._thread.join()
-        # No waiting: TRUNCATE waits out other processes' writers, and this is only tidying.
-        conn = self._connect(busy_timeout_ms=0)
-        try:  # leave a small WAL behind; another process may still hold it open
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-        except sqlite3.Error:
-            pass
-        finally:
-            conn.close()

@@ -23,6 +23,9 @@ class Stats(BaseModel):
     facts: int
     entities: int
     predicates: int
+    # The SQLite write-ahead log's size now (null on PostgreSQL and in memory): a log that keeps
+    # growing means checkpoints are being starved (docs/store.md).
+    wal_bytes: int | None
 
 
 class Version(BaseModel):
@@ -39,9 +42,9 @@ async def health(_: NoArguments) -> dict[str, str]:
 
 
 @router.get("/stats", response_model=Stats)
-def stats(kb: KbDep, _: NoArguments) -> dict[str, int]:
+def stats(kb: KbDep, _: NoArguments) -> dict[str, int | None]:
     """Counts of ROOT's current statements, entities and predicates (cached per transaction head)."""
-    return kb.stats()
+    return {**kb.stats(), "wal_bytes": kb.wal_bytes()}
 
 
 @router.get("/version", response_model=Version)

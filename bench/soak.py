@@ -228,6 +228,16 @@ def present_subjects(url: str) -> set[str]:
     return {b["s"]["value"] for b in r.json()["results"]["bindings"]}
 
 
+def wal_log_lines(log: Path) -> tuple[int, int]:
+    """How often the server's log says the WAL was truncated under load, and was not yet."""
+    truncations = retries = 0
+    for line in log.read_text(errors="replace").splitlines():
+        if '"quipu.store.wal"' in line or "write-ahead log at" in line:
+            truncations += "checkpointed and truncated" in line
+            retries += "retrying" in line
+    return truncations, retries
+
+
 def percentile(values: list[float], p: float) -> float:
     if not values:
         return float("nan")
@@ -251,6 +261,8 @@ class Result:
     heavy_statuses: dict[int, int]
     server_errors: int
     transport_errors: int
+    wal_truncations: int
+    wal_retries: int
     kill_acknowledged: int
     kill_lost: int
     wal_at_kill: int
@@ -322,6 +334,7 @@ def run(
         finally:
             server.stop()
         after = wal_size(db)
+        truncations, retries = wal_log_lines(log)
         progress(f"stopped cleanly; {load.writes:,} writes; WAL {after / MIB:.1f} MiB")
 
         kill_load = Load()
@@ -357,6 +370,8 @@ def run(
             heavy_statuses=dict(load.heavy_statuses),
             server_errors=errors,
             transport_errors=load.transport_errors + 0,
+            wal_truncations=truncations,
+            wal_retries=retries,
             kill_acknowledged=len(kill_load.acknowledged),
             kill_lost=lost,
             wal_at_kill=at_kill,
@@ -389,7 +404,8 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"- {args.writers} writers, {args.readers} point readers, {args.heavy} heavy queries, {result.soak_seconds:.0f} s;"
             f" {result.writes_per_s:.0f} writes/s; {result.lookups:,} lookups (p50 {result.lookup_p50_ms:.1f} ms);"
-            f" heavy query answers {dict(sorted(result.heavy_statuses.items()))}; transport errors {result.transport_errors}\n"
+            f" heavy query answers {dict(sorted(result.heavy_statuses.items()))}; transport errors {result.transport_errors};"
+            f" WAL truncations under load {result.wal_truncations} ({result.wal_retries} waits that ran out)\n"
         )
         print(
             table(

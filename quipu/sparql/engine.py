@@ -214,7 +214,7 @@ def run_query(
     main = query.algebra
     view = TemporalView.at(as_of_tx=as_of_tx, valid_at=valid_at)
     with (
-        db.read() as conn,
+        db.read(long=True) as conn,
         budgets.enforce(db, conn, timeout_ms=timeout_ms, max_join_rows=max_join_rows) as budget,
     ):
         cap = budget.row_cap(max_rows)  # final rows count against the join bound too

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,7 +22,7 @@ from quipu.store.events import SeenTerms, emit, record_refusal
 from quipu.store.schema import SCHEMA_REVISION
 from quipu.store.stage import forget_temp_tables
 from quipu.store.terms import TermDictionary
-from quipu.store.wal import wal_bytes
+from quipu.store.wal import LongReads, wal_bytes
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -108,12 +108,19 @@ class Database:
         self.backend = backend
         self.memory = backend.memory
         self._write_lock = threading.RLock()
+        # Reads that may run for seconds: the SQLite checkpointer drains them before emptying the log.
+        self.long_reads = LongReads()
         check_location(location)
         if backend.kind == "postgresql":
             self.dialect: Dialect = PostgresDialect()
             self._open_postgres(backend.url, readers)
         else:
-            self.dialect = SqliteDialect(tuning or SqliteTuning(), memory=backend.memory)
+            self.dialect = SqliteDialect(
+                tuning or SqliteTuning(),
+                memory=backend.memory,
+                long_reads=self.long_reads,
+                write_lock=self._write_lock,
+            )
             self._open_sqlite(backend.url, readers)
         self._failures: tuple[type[Exception], ...] = (SQLAlchemyError, *self.dialect.driver_errors())
         self.terms = TermDictionary()
@@ -243,9 +250,13 @@ class Database:
         self.dialect.after_commit()
 
     @contextmanager
-    def read(self) -> Iterator[Connection]:
-        """A read snapshot: every statement inside sees one committed state."""
-        with self.translated():
+    def read(self, *, long: bool = False) -> Iterator[Connection]:
+        """A read snapshot: every statement inside sees one committed state.
+
+        ``long``: the read may run for seconds (a SPARQL query, an export). It then waits while
+        the SQLite checkpointer empties the write-ahead log, which a stream of long snapshots
+        would otherwise keep from ever finishing (store/wal.py)."""
+        with self.long_reads.running() if long else nullcontext(), self.translated():
             if self.memory:
                 with self._write_lock, self.reader.connect() as conn, conn.begin():
                     self.dialect.begin_read(conn)

@@ -12,7 +12,7 @@ import re
 import sqlite3
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +26,7 @@ from sqlalchemy.sql.functions import FunctionElement
 
 from quipu.errors import ConfigError, QuipuError
 from quipu.store import pg_functions, pg_regex, sqlfunctions
-from quipu.store.wal import DEFAULT_LIMIT_MB, JOURNAL_SIZE_LIMIT, MIB, WalCheckpointer
+from quipu.store.wal import DEFAULT_LIMIT_MB, JOURNAL_SIZE_LIMIT, MIB, LongReads, WalCheckpointer
 
 log = logging.getLogger("quipu.store")
 _PYFORMAT_NAME = re.compile(r"%\((\w+)\)s")
@@ -165,9 +165,18 @@ class SqliteDialect(Dialect):
     def driver_errors(self) -> tuple[type[Exception], ...]:
         return (sqlite3.Error,)
 
-    def __init__(self, tuning: SqliteTuning, *, memory: bool = False) -> None:
+    def __init__(
+        self,
+        tuning: SqliteTuning,
+        *,
+        memory: bool = False,
+        long_reads: LongReads | None = None,
+        write_lock: AbstractContextManager[object] | None = None,
+    ) -> None:
         super().__init__()
         self.checkpointer: WalCheckpointer | None = None
+        self.long_reads = long_reads or LongReads()
+        self.write_lock = write_lock  # the store's in-process writer lock, for the checkpointer
         self.tuning = tuning
         self.memory = memory
 
@@ -207,7 +216,11 @@ class SqliteDialect(Dialect):
     def start(self, database: str | None) -> None:
         if database is not None and not self.memory:
             self.checkpointer = WalCheckpointer(
-                database, self.tuning.busy_timeout_ms, limit_bytes=self.tuning.wal_checkpoint_mb * MIB
+                database,
+                self.tuning.busy_timeout_ms,
+                long_reads=self.long_reads,
+                write_lock=self.write_lock,
+                limit_bytes=self.tuning.wal_checkpoint_mb * MIB,
             )
             self.checkpointer.start()
 

@@ -10,7 +10,11 @@ log grew to 813 MB in 35 s in a probe. Three things bound it here:
 - a checkpointer thread beside the writer: PASSIVE checkpoints as commits accumulate, and a
   TRUNCATE checkpoint when the file passes ``limit_bytes``. TRUNCATE holds new writers back for
   at most ``reset_wait_ms`` while the readers already inside the log finish (new readers then
-  read the database file), so the log empties and its file is cut to zero bytes;
+  read the database file), so the log empties and its file is cut to zero bytes. A reader that
+  starts during that wait still pins the log, so a stream of long queries would keep it from
+  ever finishing: long reads (``LongReads``) are drained first, and new ones wait until the log
+  is empty. Writes go on during the drain until the log reaches three times the limit; past
+  that they wait too, which is what bounds the log when queries run for seconds;
 - a TRUNCATE checkpoint when the store is opened (a crash leaves the log behind) and when it
   is closed cleanly.
 """
@@ -22,6 +26,8 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 from typing import Final
 
 log = logging.getLogger("quipu.store.wal")
@@ -30,6 +36,45 @@ MIB: Final = 1024 * 1024
 JOURNAL_SIZE_LIMIT: Final = 4 * MIB  # the log file's size after it starts over
 DEFAULT_LIMIT_MB: Final = 16  # past this, a checkpoint that empties the log
 _TICK: Final = 0.1  # seconds between size checks: the log grows ~2 MB in one under heavy writes
+
+
+class LongReads:
+    """Reads that may run for seconds (SPARQL, exports), counted, and a gate that holds new ones
+    back while the checkpointer empties the log."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._active = 0
+        self._held = False
+
+    @contextmanager
+    def running(self, max_wait: float = 60.0) -> Iterator[None]:
+        """Around one long read; waits (at most ``max_wait`` s) while the gate is held."""
+        with self._cond:
+            if self._held:
+                self._cond.wait_for(lambda: not self._held, timeout=max_wait)
+            self._active += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._active -= 1
+                self._cond.notify_all()
+
+    def hold(self) -> None:
+        """New long reads wait from now until ``release``."""
+        with self._cond:
+            self._held = True
+
+    def release(self) -> None:
+        with self._cond:
+            self._held = False
+            self._cond.notify_all()
+
+    def drained(self, timeout: float) -> bool:
+        """Whether the long reads running now finished within ``timeout`` seconds."""
+        with self._cond:
+            return self._cond.wait_for(lambda: self._active == 0, timeout=timeout)
 
 
 def wal_path(database: str) -> str:
@@ -78,13 +123,21 @@ class WalCheckpointer:
         path: str,
         busy_timeout_ms: int,
         *,
+        long_reads: LongReads | None = None,
+        write_lock: AbstractContextManager[object] | None = None,
+        drain_timeout: float = 60.0,
         limit_bytes: int = DEFAULT_LIMIT_MB * MIB,
-        reset_wait_ms: int = 5_000,
+        reset_wait_ms: int = 15_000,
         every: int = 256,
         interval: float = 1.0,
     ) -> None:
         self.path = path
         self.busy_timeout_ms = busy_timeout_ms
+        self.long_reads = long_reads or LongReads()
+        # The store's in-process writer lock: SQLite's busy handler only polls for the write lock,
+        # and a writer that commits and begins again in a loop would win every poll.
+        self.write_lock = write_lock or threading.Lock()
+        self.drain_timeout = drain_timeout  # long reads have deadlines; this only bounds a stuck one
         self.limit_bytes = limit_bytes
         # Never as long as a writer's own busy wait, or a held-back write would fail.
         self.reset_wait_ms = min(reset_wait_ms, busy_timeout_ms // 2)
@@ -141,9 +194,21 @@ class WalCheckpointer:
             conn.close()
 
     def _reset(self, size: int) -> None:
+        """Empty the log: hold new long reads back, let the running ones finish while writes go
+        on (until the log reaches ``3 * limit_bytes``), then TRUNCATE, which holds writes back
+        for at most ``reset_wait_ms`` while the readers still inside the log finish."""
         began = time.monotonic()
         self._commits = 0
-        done = truncate(self.path, self.reset_wait_ms)
+        self.long_reads.hold()
+        try:
+            give_up = began + self.drain_timeout
+            while not self.long_reads.drained(_TICK):
+                if wal_bytes(self.path) > 3 * self.limit_bytes or time.monotonic() > give_up:
+                    break
+            with self.write_lock:
+                done = truncate(self.path, self.reset_wait_ms)
+        finally:
+            self.long_reads.release()
         took = (time.monotonic() - began) * 1000
         if done:
             self.resets += 1

@@ -30,6 +30,7 @@ from quipu.errors import InvalidField, QueryError
 from quipu.sparql import subplans
 from quipu.sparql.cells import BNODE, LITERAL, URI, Cell, from_node, iri_cell, literal_cell, to_node
 from quipu.sparql.compiler import Compiled, Unsupported, compile_query
+from quipu.sparql.cost import is_point_lookup
 from quipu.sparql.parse_lock import SPARQL_PARSE_LOCK
 from quipu.sparql.tree import leaves, walk
 from quipu.store import budget as budgets
@@ -214,7 +215,7 @@ def run_query(
     main = query.algebra
     view = TemporalView.at(as_of_tx=as_of_tx, valid_at=valid_at)
     with (
-        db.read(long=True) as conn,
+        db.read(long=not is_point_lookup(main)) as conn,
         budgets.enforce(db, conn, timeout_ms=timeout_ms, max_join_rows=max_join_rows) as budget,
     ):
         cap = budget.row_cap(max_rows)  # final rows count against the join bound too

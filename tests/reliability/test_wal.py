@@ -205,3 +205,28 @@ def test_back_to_back_long_queries_do_not_keep_the_log_from_emptying(tmp_path: P
         assert peak < 24 * MIB, f"the log reached {peak / MIB:.1f} MiB"
     finally:
         kb.close()
+
+
+def test_while_the_log_is_emptied_point_lookups_go_on_and_long_queries_wait(tmp_path: Path) -> None:
+    kb = KnowledgeBase(store_location(tmp_path, "gate.db"))
+    try:
+        kb.knot("<urn:wal:a> <urn:wal:p> <urn:wal:b> .", "nt")
+        kb.db.long_reads.hold()  # what the checkpointer does while it drains long reads
+        finished = threading.Event()
+
+        def scan() -> None:
+            kb.query("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }")
+            finished.set()
+
+        scanner = threading.Thread(target=scan)
+        try:
+            scanner.start()
+            rows = kb.query("SELECT ?o WHERE { <urn:wal:a> <urn:wal:p> ?o }")
+            assert len(rows) == 1
+            assert not finished.wait(0.5)  # the scan is held back
+        finally:
+            kb.db.long_reads.release()
+            scanner.join(10)
+        assert finished.is_set()
+    finally:
+        kb.close()

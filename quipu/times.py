@@ -2,17 +2,28 @@
 
 Valid-time columns compare as text, so every instant we store or compare must be spelled
 ``YYYY-MM-DDTHH:MM:SSZ``: offset applied, fraction truncated.
+
+Every other time input is checked too: a write ``timestamp`` and a read ``valid_at`` are an
+RFC 3339 instant (normalised as above) or a bare date ``YYYY-MM-DD`` (kept verbatim, and compared
+as that text), with years 0001-9999. Anything else is refused with a 400 naming the field: a
+``valid_at`` of ``"zzz"`` compared as text would answer silently wrong, and a free-text
+``timestamp`` would become the ``valid_from`` of the facts it writes.
 """
 
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 from quipu.errors import InvalidField
 
 _INSTANT = re.compile(
     r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})"
+)
+_DATE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
+_GRAMMAR = (
+    "an RFC 3339 instant (YYYY-MM-DDTHH:MM:SS[.fraction] followed by Z or ±HH:MM) or a date "
+    "(YYYY-MM-DD), with a year from 0001 to 9999"
 )
 
 
@@ -48,6 +59,18 @@ def parse_instant(text: str) -> str | None:
     return _format(moment)
 
 
+def parse_date(text: str) -> str | None:
+    """``text`` if it is a calendar date ``YYYY-MM-DD`` (years 0001-9999), else None."""
+    m = _DATE.fullmatch(text)
+    if m is None:
+        return None
+    try:
+        date(*(int(x) for x in m.groups()))
+    except ValueError:  # year 0000, month 13, February 30th
+        return None
+    return text
+
+
 def _format(moment: datetime) -> str:
     # Not strftime: glibc's %Y does not zero-pad years below 1000, and the text must sort.
     return (
@@ -69,15 +92,31 @@ def normalise_valid_from(text: str, field: str = "valid_from") -> str:
     return out
 
 
-def normalise_timestamp(text: str | None) -> str:
-    """A write timestamp: free text kept verbatim, normalised when it parses, now when absent."""
+def normalise_timestamp(text: str | None, field: str = "timestamp") -> str:
+    """A write timestamp: an instant normalised, a bare date kept verbatim, now when absent or
+    empty; anything else is refused (400)."""
     if text is None or text == "":
         return now()
-    return parse_instant(text) or text
+    return _instant_or_date(text, field)
 
 
-def normalise_valid_at(text: str | None) -> str | None:
-    """A read point in valid time: normalised when it parses, otherwise compared verbatim."""
+def normalise_valid_at(text: str | None, field: str = "valid_at") -> str | None:
+    """A read point in valid time: an instant normalised, a bare date kept verbatim (and compared
+    as that text, DM §6.1); anything else is refused (400)."""
     if text is None:
         return None
-    return parse_instant(text) or text
+    return _instant_or_date(text, field)
+
+
+def check_timestamp(text: str | None, field: str = "timestamp") -> None:
+    """Refuse (400) a timestamp ``normalise_timestamp`` would refuse later (a staged upload's)."""
+    if text is not None and text != "":
+        _instant_or_date(text, field)
+
+
+def _instant_or_date(text: object, field: str) -> str:
+    if isinstance(text, str):
+        found = parse_instant(text) or parse_date(text)
+        if found is not None:
+            return found
+    raise InvalidField(f"invalid '{field}': {text!r} is not {_GRAMMAR}", field=field)

@@ -1,7 +1,8 @@
 """Streamable HTTP at ``/mcp`` on ``quipu-server``: stateless, JSON responses.
 
 Each POST is a fresh transport (no session survives a restart, so none goes stale). Before it,
-the SDK's transport-security check guards against DNS rebinding: the Host header must be loopback,
+the SDK's transport-security check guards against DNS rebinding: the Host header must be one
+well-formed host (a name or an IP literal, an optional port: ``well_formed_host``) that is loopback,
 ``server.host`` or one of ``mcp.allowed_hosts`` (421 otherwise), and a browser's Origin must be the
 server's own loopback origin (``http://127.0.0.1:<port>``, ``http://localhost:<port>`` or
 ``http://[::1]:<port>``, for the port the request came in on) or be listed in
@@ -11,6 +12,8 @@ server's own loopback origin (``http://127.0.0.1:<port>``, ``http://localhost:<p
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, Final
@@ -19,6 +22,7 @@ from fastapi import FastAPI
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from starlette.requests import Request
+from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
@@ -34,6 +38,38 @@ from quipu.rest.problems import problem_response
 PATH: Final = "/mcp"
 LOOPBACK_NAMES: Final = ("127.0.0.1", "localhost", "[::1]")
 LOOPBACK_HOSTS: Final = tuple(f"{name}:*" for name in LOOPBACK_NAMES)
+
+
+_LABEL: Final = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_HOSTNAME: Final = re.compile(rf"{_LABEL}(?:\.{_LABEL})*")
+_HOST: Final = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]{1,253})(?::([0-9]{1,5}))?")
+
+
+def well_formed_host(value: str) -> bool:
+    """Whether a Host header is a hostname, an IPv4 literal or a bracketed IPv6 literal, then an
+    optional port of 1-65535, and nothing else.
+
+    The SDK's check matches ``name:*`` by prefix, so ``127.0.0.1:3030@evil`` or
+    ``localhost:x`` would pass it: a header that is not a host at all is refused first, the
+    same way (421)."""
+    found = _HOST.fullmatch(value)
+    if found is None:
+        return False
+    name, port = found.groups()
+    if name.startswith("["):
+        try:
+            ipaddress.IPv6Address(name[1:-1])
+        except ValueError:
+            return False
+    elif _HOSTNAME.fullmatch(name) is None:
+        return False
+    return port is None or 1 <= int(port) <= 65535
+
+
+def _single_host(scope: Scope) -> str | None:
+    """The request's one Host header, or None when it has none or several."""
+    found = [value for key, value in scope.get("headers", ()) if key == b"host"]
+    return found[0].decode("latin-1") if len(found) == 1 else None
 
 
 def allowed_hosts(settings: Settings) -> list[str]:
@@ -96,6 +132,10 @@ class _Guard:
                     headers={"Allow": "POST"},
                 )
                 await response(scope, receive, send)
+                return
+            host = _single_host(scope)
+            if host is None or not well_formed_host(host):
+                await Response("Invalid Host header", status_code=421)(scope, receive, send)  # as the SDK's
                 return
             server = scope.get("server")  # (host, port); the port is None on a Unix socket
             refused = await self.check(server[1] if server else None).validate_request(

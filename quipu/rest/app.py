@@ -23,7 +23,7 @@ from quipu.errors import ConfigError
 from quipu.logic.service import LogicHost
 from quipu.rest import problems, route_table
 from quipu.rest.auth import Credentials, guard
-from quipu.rest.middleware import AccessLog, BodyLimit
+from quipu.rest.middleware import AccessLog, BodyLimit, JsonText
 from quipu.rest.routers import (
     episodes,
     logic,
@@ -109,6 +109,8 @@ def create_app(settings: Settings, extensions: Sequence[Extension] = ()) -> Fast
     )
     if missing:
         raise ConfigError(f"routes missing from the route table: {missing}")
+    # Inside the body limit: the text check reads only a body that passed it.
+    app.add_middleware(JsonText, paths={path for method, path in route_table.ROUTES if method == "POST"})
     app.add_middleware(BodyLimit)
     if settings.server.cors_allowed_origins:
         app.add_middleware(

@@ -1,20 +1,23 @@
-"""ASGI middleware: the request body limit, and request ids with one structured log line each.
+"""ASGI middleware: the request body limit, the lone-surrogate check of JSON bodies, and request
+ids with one structured log line each.
 
-Both are plain ASGI callables (no ``BaseHTTPMiddleware``), so they add microseconds, not a task
+All are plain ASGI callables (no ``BaseHTTPMiddleware``), so they add microseconds, not a task
 per request.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import time
 import uuid
+from collections.abc import Collection
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from quipu.errors import PayloadTooLarge
+from quipu.errors import InvalidField, PayloadTooLarge
 from quipu.rest.problems import problem_response
 
 MAX_BODY = 64 * 1024 * 1024  # bytes, on REST and MCP alike (tools-core §0.1)
@@ -72,6 +75,94 @@ class BodyLimit:
         mib = self.limit // (1024 * 1024)
         response = problem_response(PayloadTooLarge(f"request body larger than {mib} MiB"))
         await response(scope, receive, send)
+
+
+# A JSON escape of a surrogate code point (``\\ud800``-``\\udfff``), or one encoded as UTF-8 bytes
+# (which Python's JSON decoder lets through too). Either may be half of a valid pair: only a hint.
+_ESCAPED_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
+_ENCODED_SURROGATE = re.compile(rb"\xed[\xa0-\xbf]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class JsonText:
+    """Refuse a JSON request body whose text holds a lone surrogate (400 naming the field).
+
+    Python's JSON decoder, which FastAPI and the logic routes use, turns ``"\\ud800"`` into a string
+    that no UTF-8 encoder, driver or RDF term accepts: every route would meet it somewhere else,
+    as a 500. This checks the POST bodies of ``paths`` (the REST routes: ``/mcp`` has its own
+    JSON-RPC parser, which refuses one) once, before routing. A body without the bytes of a
+    surrogate costs two scans; one that is not JSON is left to the route.
+    """
+
+    def __init__(self, app: ASGIApp, paths: Collection[str]) -> None:
+        self.app = app
+        self.paths = frozenset(paths)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("method") != "POST" or scope.get("path") not in self.paths:
+            await self.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return  # the client went away before its body was in: no one to answer
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        field = lone_surrogate_field(body)
+        if field is not None:
+            where = "the request body" if field == "" else f"'{field}'"
+            refused = InvalidField(
+                f"{where} holds a lone surrogate (a \\ud800-\\udfff escape without its pair): "
+                "that is not Unicode text, and UTF-8 cannot carry it",
+                field=field or None,
+            )
+            await problem_response(refused)(scope, receive, send)
+            return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
+def lone_surrogate_field(body: bytes) -> str | None:
+    """Where a JSON ``body`` holds a lone surrogate, as a dotted path (``nodes.0.name``; ``""``
+    for a top-level string), or None when it holds none or is not JSON."""
+    if _ESCAPED_SURROGATE.search(body) is None and (
+        b"\xed" not in body or not _ENCODED_SURROGATE.search(body)
+    ):
+        return None
+    try:
+        value = json.loads(body)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None  # not JSON: the route says so
+    pending: list[tuple[tuple[str, ...], Any]] = [((), value)]
+    while pending:
+        path, item = pending.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return ".".join(path)
+        elif isinstance(item, dict):
+            for key, child in reversed(item.items()):
+                name = _printable(key)
+                if name != key:  # the key itself: named with the surrogate escaped
+                    return ".".join((*path, name))
+                pending.append(((*path, key), child))
+        elif isinstance(item, list):
+            pending.extend(((*path, str(i)), child) for i, child in reversed(list(enumerate(item))))
+    return None
+
+
+def _printable(text: str) -> str:
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 class AccessLog:

@@ -6,12 +6,14 @@ the document's prefix declarations are bound on the graph, and only those.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import pyoxigraph as ox
 from rdflib import BNode, Graph, Literal, URIRef
 from rdflib.term import Node
 
 from quipu.errors import RdfParseError
-from quipu.rdfio.parse import OX_FORMATS
+from quipu.rdfio.parse import read_quads
 
 
 def term(value: object) -> Node:
@@ -28,12 +30,15 @@ def term(value: object) -> Node:
 
 def parse_graph(data: bytes, fmt: str = "turtle", base_iri: str | None = None) -> Graph:
     """Every statement of the document (all graphs of a quad format, flattened)."""
-    graph = Graph(bind_namespaces="none")
-    try:
-        parser = ox.parse(data, format=OX_FORMATS[fmt], base_iri=base_iri)
-        for quad in parser:
+
+    def fill(quads: Iterable[ox.Quad]) -> Graph:
+        graph = Graph(bind_namespaces="none")
+        for quad in quads:
             graph.add((term(quad.subject), term(quad.predicate), term(quad.object)))
-        prefixes = getattr(parser, "prefixes", {}) or {}
+        return graph
+
+    try:
+        graph, prefixes = read_quads(data, fmt, fill, base_iri=base_iri)
     except (SyntaxError, ValueError) as exc:
         raise RdfParseError(f"RDF parse error: {exc}") from None
     for prefix, namespace in prefixes.items():

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import NotRequired, TypedDict, Unpack
 
+from quipu import times
 from quipu.errors import InvalidField, MissingField
 
 MAX_PART_BYTES = 512 * 1024
@@ -134,6 +135,7 @@ def check_part(**fields: Unpack[StageFields]) -> Part:
         raise InvalidField(
             "part_hash does not match payload bytes", field="part_hash", reason="hash_mismatch"
         )
+    times.check_timestamp(fields.get("timestamp"))  # used at promotion: refused now, not then
     manifest = Manifest(
         snapshot=snapshot,
         content_hash=content_hash,

@@ -69,7 +69,7 @@ class ExportDocument(BaseModel):
 class CordRequest(Annotating):
     type: str | None = None
     predicate: str | None = None
-    limit: int | None = None
+    limit: int | None = Field(None, ge=1, description="maximum entities, at least 1 (default 100)")
 
 
 class Fact(BaseModel):
@@ -311,7 +311,9 @@ def fragments(
     predicate: str | None = None,
     object: str | None = None,
     page: int = 1,
-    page_size: Annotated[int, Query(alias="pageSize")] = 100,
+    page_size: Annotated[
+        int, Query(alias="pageSize", ge=1, description="triples per page, from 1 (capped at 1000)")
+    ] = 100,
 ) -> dict[str, Any]:
     """One page of the Triple Pattern Fragment over ROOT's current statements; absent terms are
     wildcards, `object` is an IRI when it starts with http://, https:// or urn: (else a string)."""
@@ -330,7 +332,13 @@ def fragments(
     response_model=TransactionLog,
     dependencies=[Depends(strict_params("since", "limit"))],
 )
-def transactions(kb: KbDep, since: int | None = None, limit: int | None = None) -> dict[str, Any]:
+def transactions(
+    kb: KbDep,
+    since: int | None = None,
+    limit: Annotated[
+        int | None, Query(ge=1, description="at most this many, from 1 (capped at 10000)")
+    ] = None,
+) -> dict[str, Any]:
     """Transactions with `id > since`, oldest first, at most `limit` (1-10000, default 1000);
     with neither parameter, the whole log."""
     if since is None and limit is None:

@@ -75,8 +75,10 @@ def test_cord_rule4_limit_is_clamped_and_entities_ordered_by_iri(tmp_path: Path)
     with serve(tmp_path, search={"max_sparql_rows": 2}) as c:
         kb_of(c).knot(CORD_DOC)
         assert [e["iri"] for e in _cord(c, limit=50)["entities"]] == [EX + "Student", EX + "a"]
-        assert _cord(c, limit=0)["count"] == 1
-        assert _cord(c, limit=-5)["entities"][0]["iri"] == EX + "Student"
+        assert _cord(c, limit=1)["entities"][0]["iri"] == EX + "Student"
+        # Below 1 is refused, not raised to 1 (issue 15).
+        for below in (0, -5):
+            assert problem(c.post("/cord", json={"limit": below}), "invalid_field")["field"] == "limit"
 
 
 def test_cord_rule5_every_current_statement_once_in_order(cords: TestClient) -> None:
@@ -280,8 +282,10 @@ def test_fragments_rule1_object_iri_or_plain_literal(tpf: TestClient) -> None:
 def test_fragments_rule2_page_and_page_size_are_clamped(tpf: TestClient) -> None:
     out = _fragment(tpf, page=0, pageSize=5000)
     assert (out["page"], out["pageSize"], len(out["triples"])) == (1, 1000, 6)
-    out = _fragment(tpf, page=-3, pageSize=0)
+    out = _fragment(tpf, page=-3, pageSize=1)
     assert (out["page"], out["pageSize"], len(out["triples"])) == (1, 1, 1)
+    # A page size below 1 is refused, not raised to 1 (issue 15).
+    assert problem(tpf.get("/fragments", params={"pageSize": 0}), "invalid_field")["field"] == "pageSize"
 
 
 def test_fragments_rule3_total_count_and_next_control(tpf: TestClient) -> None:
@@ -365,7 +369,9 @@ def five(client: TestClient) -> TestClient:
 def test_transactions_rule1_newer_than_since_ascending_and_bounded(five: TestClient) -> None:
     assert _log(five, since=2) == [3, 4, 5]
     assert _log(five, since=2, limit=1) == [3]
-    assert _log(five, limit=0) == [1]  # clamped to 1..10000
+    assert _log(five, limit=10**30) == [1, 2, 3, 4, 5]  # capped at 10000
+    # A limit below 1 is refused, not raised to 1 (issue 15).
+    assert problem(five.get("/transactions", params={"limit": 0}), "invalid_field")["field"] == "limit"
     assert _log(five, since=5) == []
     assert _log(five, since=-10) == [1, 2, 3, 4, 5]
     assert _log(five, since=10**30) == []

@@ -92,7 +92,9 @@ def test_knot_rule2_valid_from_is_normalised_and_echoed(client: TestClient) -> N
 
 def test_knot_rule2_without_valid_from_the_echo_is_the_normalised_timestamp(client: TestClient) -> None:
     assert knot(client, timestamp="2026-03-04T09:15:00+01:00")["valid_from"] == "2026-03-04T08:15:00Z"
-    assert knot(client, timestamp="last tuesday")["valid_from"] == "last tuesday"  # free text, verbatim
+    assert knot(client, timestamp="2026-03-04")["valid_from"] == "2026-03-04"  # a bare date, verbatim
+    # Free text is refused (issue 15): it would become the facts' valid_from.
+    assert client.post("/knot", json={"turtle": DOC, "timestamp": "last tuesday"}).status_code == 400
 
 
 def test_knot_rule3_malformed_valid_from_is_refused_before_anything(client: TestClient) -> None:

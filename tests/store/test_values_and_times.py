@@ -123,8 +123,11 @@ def test_normalise_valid_from_refuses_with_the_field_named() -> None:
 
 def test_normalise_timestamp() -> None:
     assert times.normalise_timestamp("2026-03-04T09:15:00+01:00") == "2026-03-04T08:15:00Z"
-    assert times.normalise_timestamp("last tuesday") == "last tuesday"
-    assert times.normalise_timestamp("2026-04-01") == "2026-04-01"
+    assert times.normalise_timestamp("2026-04-01") == "2026-04-01"  # a bare date, as written
+    for malformed in ("last tuesday", "12345678901-01-01T00:00:00Z", "0000-01-01", "2026-02-30"):
+        with pytest.raises(InvalidField) as refused:
+            times.normalise_timestamp(malformed)
+        assert refused.value.field == "timestamp"
     for absent in (None, ""):
         now = times.normalise_timestamp(absent)
         assert re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", now)
@@ -135,7 +138,10 @@ def test_normalise_valid_at() -> None:
     assert times.normalise_valid_at(None) is None
     assert times.normalise_valid_at("2026-04-02") == "2026-04-02"
     assert times.normalise_valid_at("2026-04-02T01:30:00+02:00") == "2026-04-01T23:30:00Z"
-    assert times.normalise_valid_at("whenever") == "whenever"
+    for malformed in ("whenever", "zzz", " 2026-04-02", "10000-01-01T00:00:00Z"):
+        with pytest.raises(InvalidField) as refused:
+            times.normalise_valid_at(malformed)
+        assert refused.value.field == "valid_at"
 
 
 def test_now_is_whole_seconds_utc() -> None:

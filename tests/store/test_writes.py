@@ -9,7 +9,7 @@ from rdflib import Literal
 from rdflib.term import Node
 
 from quipu.api import KnowledgeBase
-from quipu.errors import UnknownGraph, WriteRefused
+from quipu.errors import InvalidField, UnknownGraph, WriteRefused
 
 from . import EX, PREFIXES, RDF_TYPE, XSD, column, count, scalar, select, snapshot, sql, term_id
 
@@ -62,10 +62,14 @@ def test_valid_from_defaults_to_the_normalised_timestamp(kb: KnowledgeBase) -> N
     assert sql(kb, "SELECT valid_from FROM facts") == [("2026-03-04T08:15:00Z",)]
 
 
-def test_free_text_timestamp_is_stored_verbatim(kb: KnowledgeBase) -> None:
-    out = kb.knot(f'<{EX}a> <{EX}p> "v" .', timestamp="last tuesday")
-    assert out.valid_from == "last tuesday"
-    assert sql(kb, "SELECT timestamp FROM transactions") == [("last tuesday",)]
+def test_a_bare_date_timestamp_is_stored_verbatim_and_free_text_is_refused(kb: KnowledgeBase) -> None:
+    out = kb.knot(f'<{EX}a> <{EX}p> "v" .', timestamp="2026-03-04")
+    assert out.valid_from == "2026-03-04"
+    assert sql(kb, "SELECT timestamp FROM transactions") == [("2026-03-04",)]
+    with pytest.raises(InvalidField) as refused:
+        kb.knot(f'<{EX}a> <{EX}p> "w" .', timestamp="last tuesday")
+    assert refused.value.field == "timestamp"
+    assert sql(kb, "SELECT timestamp FROM transactions") == [("2026-03-04",)]
 
 
 def test_default_timestamp_is_now_in_whole_seconds(kb: KnowledgeBase) -> None:

@@ -200,9 +200,9 @@ def test_back_to_back_long_queries_do_not_keep_the_log_from_emptying(tmp_path: P
     try:
         checkpointer = kb.db.dialect.checkpointer  # type: ignore[attr-defined]
         assert checkpointer.resets >= 2
-        # Three times the limit while long queries finish, plus what the writes add between two
-        # looks at the file (~20 MB/s here); without the drain it grows all the time they run.
-        assert peak < 24 * MIB, f"the log reached {peak / MIB:.1f} MiB"
+        # Three times the limit while long queries finish (writers then wait after their commit),
+        # plus a write or two; without the drain it grows all the time they run (122 MiB, measured).
+        assert peak < 3 * 2 * MIB + 2 * MIB, f"the log reached {peak / MIB:.1f} MiB"
     finally:
         kb.close()
 

@@ -57,6 +57,7 @@ class KnowledgeBase:
         cache_mb: int = 256,
         wal_checkpoint_mb: int = DEFAULT_LIMIT_MB,
         readers: int = 4,
+        max_readers: int | None = None,
         max_sparql_rows: int | None = None,
         sparql_compiler: bool = True,
         query_timeout_ms: int | None = None,
@@ -69,7 +70,7 @@ class KnowledgeBase:
         timeout_ms = budgets.limit("query_timeout_ms", query_timeout_ms)
         max_join_rows = budgets.limit("max_join_rows", max_join_rows)
         tuning = SqliteTuning(synchronous=synchronous, cache_mb=cache_mb, wal_checkpoint_mb=wal_checkpoint_mb)
-        db = self.db = Database(location, tuning, readers=readers)
+        db = self.db = Database(location, tuning, readers=readers, max_readers=max_readers)
         # The settings the verbs are bound with: Final, since changing one would not reach them.
         self.max_sparql_rows: Final = max_sparql_rows
         self.sparql_compiler: Final = sparql_compiler  # False forces rdflib's evaluator (to compare)
@@ -133,8 +134,9 @@ class KnowledgeBase:
         self.wal_bytes = db.wal_bytes  # SQLite's write-ahead log file now (None elsewhere)
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> KnowledgeBase:
-        """The store ``settings.store`` names, with the query budgets of ``settings.search``."""
+    def from_settings(cls, settings: Settings, *, max_readers: int | None = None) -> KnowledgeBase:
+        """The store ``settings.store`` names, with the query budgets of ``settings.search``;
+        ``max_readers`` lets the reader pool grow that far (a server's read lanes need it)."""
         store, search = settings.store, settings.search
         return cls(
             store.db,
@@ -142,6 +144,7 @@ class KnowledgeBase:
             cache_mb=store.cache_mb,
             wal_checkpoint_mb=store.wal_checkpoint_mb,
             readers=store.readers,
+            max_readers=max_readers,
             max_sparql_rows=search.max_sparql_rows,
             query_timeout_ms=search.query_timeout_ms,
             max_join_rows=search.max_join_rows,

@@ -70,6 +70,9 @@ class ServerSettings(_Section):
     read_only: bool = False
     credentials: list[NamedCredential] = []
     cors_allowed_origins: list[str] = []
+    read_auth: Literal["open", "token"] = "open"  # "token": reads need a credential too (not /health)
+    max_concurrent_queries: int | None = Field(None, ge=1)  # per read lane; None: 2 x CPU cores
+    queue_timeout_ms: int = Field(5_000, ge=0)  # how long a read waits for a slot before its 503
 
     @field_validator("auth_token")
     @classmethod
@@ -77,6 +80,12 @@ class ServerSettings(_Section):
         if value is not None and len(value.strip()) < 16:
             raise ValueError("auth_token must be at least 16 characters (use a random secret)")
         return value.strip() if value is not None else None
+
+    @model_validator(mode="after")
+    def _reads_can_authenticate(self) -> ServerSettings:
+        if self.read_auth == "token" and self.auth_token is None and not self.credentials:
+            raise ValueError('read_auth = "token" needs a credential: set auth_token or credentials')
+        return self
 
     @model_validator(mode="after")
     def _unique_credentials(self) -> ServerSettings:

@@ -28,8 +28,10 @@ exits non-zero::
     ├── UriTooLong                  414 uri_too_long
     ├── UnsupportedMediaType        415 unsupported_media_type
     ├── ResultTooLarge              422 join_limit_exceeded
+    │   └── QueryTooExpensive       422 query_too_expensive  its SQL passed the work budget
     ├── ConfigError                 500 config_error
     ├── StorageError                500 storage_error     the database failed (translated by the store)
+    ├── ServerBusy                  503 server_busy       every read slot stayed taken (Retry-After)
     └── LogicError                  400 logic_error       the logic memory's branch, drawn in
                                                           quipu.logic.errors (engine, limits,
                                                           refused goals, Prolog syntax)
@@ -60,6 +62,10 @@ class QuipuError(Exception):
         self.extra = extra or {}
         if reason is not None:
             self.reason = reason
+
+    def headers(self) -> dict[str, str]:
+        """HTTP headers the response carries beside the body (``Retry-After`` of a 503)."""
+        return {}
 
     def body(self) -> dict[str, object]:
         out: dict[str, object] = {"error": self.message, "reason": self.reason}
@@ -207,6 +213,16 @@ class ResultTooLarge(QuipuError):
     reason = "join_limit_exceeded"
 
 
+class QueryTooExpensive(ResultTooLarge):
+    """A query's SQL statements did more work than its budget (SQLite VM steps) allows.
+
+    Refused like the join bound the budget derives from: the same query on the same data is
+    refused again, so it is a 4xx a client must change, not a 408 it may retry.
+    """
+
+    reason = "query_too_expensive"
+
+
 class ConfigError(QuipuError):
     """The service cannot start with the given configuration."""
 
@@ -217,3 +233,17 @@ class ConfigError(QuipuError):
 class StorageError(QuipuError):
     status = 500
     reason = "storage_error"
+
+
+class ServerBusy(QuipuError):
+    """Every slot of a read lane stayed taken for the whole bounded wait; try again later."""
+
+    status = 503
+    reason = "server_busy"
+
+    def __init__(self, message: str, *, retry_after: int) -> None:
+        super().__init__(message, extra={"retry_after": retry_after})
+        self.retry_after = retry_after
+
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(self.retry_after)}

@@ -7,7 +7,9 @@ well-formed host (a name or an IP literal, an optional port: ``well_formed_host`
 server's own loopback origin (``http://127.0.0.1:<port>``, ``http://localhost:<port>`` or
 ``http://[::1]:<port>``, for the port the request came in on) or be listed in
 ``server.cors_allowed_origins`` (403 otherwise; no Origin is normal for agents). The request's
-``Authorization`` header is what tool calls forward to REST, which decides.
+``Authorization`` header is what tool calls forward to REST, which decides; with
+``server.read_auth = "token"`` a request without a valid one is refused here already (401), so
+that listing the tools, and the version tool answered in process, are not open either.
 """
 
 from __future__ import annotations
@@ -27,11 +29,12 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from quipu.config import Settings
-from quipu.errors import MethodNotAllowed
+from quipu.errors import MethodNotAllowed, Unauthorized
 from quipu.mcp.dispatch import Dispatcher
 from quipu.mcp.registry import Registry, build_registry
 from quipu.mcp.server import build_server, http_credential
 from quipu.rest.app import create_app
+from quipu.rest.auth import Credentials
 from quipu.rest.middleware import MAX_BODY
 from quipu.rest.problems import problem_response
 
@@ -96,7 +99,8 @@ def own_origins(port: int) -> list[str]:
 
 
 class _Guard:
-    """POST only, then the SDK's Host and Origin checks, then the transport.
+    """POST only, then the SDK's Host and Origin checks, then (closed reads) the credential, then
+    the transport.
 
     Stateless streamable HTTP needs only POST: GET would hold an idle event stream open. The
     server's own loopback origins depend on the port it listens on, which is known only per
@@ -106,10 +110,17 @@ class _Guard:
     checked on its own. One SDK check per port, built on first use (a server has one or two).
     """
 
-    def __init__(self, app: StreamableHTTPASGIApp, hosts: list[str], origins: list[str]) -> None:
+    def __init__(
+        self,
+        app: StreamableHTTPASGIApp,
+        hosts: list[str],
+        origins: list[str],
+        credentials: Credentials | None = None,
+    ) -> None:
         self.app = app
         self.hosts = hosts
         self.origins = origins
+        self.credentials = credentials  # None: reads are open, tool calls' REST routes decide
         self.checks: dict[int | None, TransportSecurityMiddleware] = {}
 
     def check(self, port: int | None) -> TransportSecurityMiddleware:
@@ -138,11 +149,20 @@ class _Guard:
                 await Response("Invalid Host header", status_code=421)(scope, receive, send)  # as the SDK's
                 return
             server = scope.get("server")  # (host, port); the port is None on a Unix socket
-            refused = await self.check(server[1] if server else None).validate_request(
-                Request(scope), is_post=True
-            )
+            request = Request(scope)
+            refused = await self.check(server[1] if server else None).validate_request(request, is_post=True)
             if refused is not None:
                 await refused(scope, receive, send)
+                return
+            credentials = self.credentials
+            if credentials is not None and credentials.verify(request.headers.get("authorization")) is None:
+                response = problem_response(
+                    Unauthorized(
+                        "this server's reads need a valid 'Authorization: Bearer <token>' header",
+                        extra={"endpoint": PATH},
+                    )
+                )
+                await response(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 
@@ -167,10 +187,12 @@ class McpHttp:
             security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
             max_request_body_size=MAX_BODY,
         )
+        closed = self.settings.server.read_auth == "token"
         endpoint: Any = _Guard(
             StreamableHTTPASGIApp(self.manager),
             hosts=allowed_hosts(self.settings),
             origins=list(self.settings.server.cors_allowed_origins),
+            credentials=app.state.credentials if closed else None,
         )
         app.router.routes.append(Route(PATH, endpoint=endpoint, methods=["GET", "POST", "DELETE"]))
         app.state.mcp_registry = registry

@@ -2,8 +2,14 @@
 
 Nothing happens at import. ``create_app`` loads the credentials (a bad token file fails here,
 before the server binds), builds the middleware and routers, and checks every route against the
-route table; the lifespan opens the store and closes it on shutdown. The logic memory's runtime
-opens on the first ``/logic`` call instead (quipu/logic/service.py) and closes with the store.
+route table; the lifespan makes the read lanes (quipu/rest/lanes.py), opens the store with a
+reader pool they fit in, and closes it on shutdown. The logic memory's runtime opens on the first
+``/logic`` call instead (quipu/logic/service.py) and closes with the store.
+
+Every route depends on ``guard`` (credentials and read-only mode) and then on ``admission`` (a
+read lane's slot), in that order: a request refused for its credential never takes a slot. With
+``server.read_auth = "token"`` the OpenAPI schema is a guarded route too, and the ``/docs`` page,
+which a browser could not load without the bearer, is not served.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontext
 from typing import Protocol
 
 from fastapi import Depends, FastAPI
+from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from starlette.middleware.cors import CORSMiddleware
 
@@ -23,6 +30,7 @@ from quipu.errors import ConfigError
 from quipu.logic.service import LogicHost
 from quipu.rest import problems, route_table
 from quipu.rest.auth import Credentials, guard
+from quipu.rest.lanes import Lanes, admission
 from quipu.rest.middleware import AccessLog, BodyLimit, JsonText
 from quipu.rest.routers import (
     episodes,
@@ -62,7 +70,9 @@ class Extension(Protocol):
 def create_app(settings: Settings, extensions: Sequence[Extension] = ()) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        kb = KnowledgeBase.from_settings(settings)
+        lanes = app.state.lanes = Lanes.from_settings(settings.server)
+        lanes.reserve_threads()
+        kb = KnowledgeBase.from_settings(settings, max_readers=lanes.readers)
         app.state.kb = kb
         try:
             async with AsyncExitStack() as stack:
@@ -75,17 +85,25 @@ def create_app(settings: Settings, extensions: Sequence[Extension] = ()) -> Fast
             finally:
                 kb.close()
 
+    open_reads = settings.server.read_auth == "open"
     app = FastAPI(
         title="quipu",
         summary="A bitemporal RDF knowledge graph for AI agents",
         version=quipu.__version__,
         lifespan=lifespan,
-        docs_url="/docs",
+        openapi_url="/openapi.json" if open_reads else None,
+        docs_url="/docs" if open_reads else None,
         redoc_url=None,
-        dependencies=[Depends(guard)],
+        dependencies=[Depends(guard), Depends(admission, scope="function")],
         generate_unique_id_function=_operation_id,
         responses=problems.RESPONSES,
     )
+    if not open_reads:
+
+        @app.get("/openapi.json", include_in_schema=False)
+        async def openapi_document() -> JSONResponse:
+            return JSONResponse(app.openapi())
+
     check_location(settings.store.db)  # a bad path fails here, before the server binds
     app.state.settings = settings
     app.state.credentials = Credentials.from_settings(settings.server)

@@ -1,9 +1,11 @@
 """Bearer credentials, read-only mode and the route-class guard (tools-core §0.2).
 
-Reads are open. A write on a read-only server is refused (403) whatever the credential; when any
-credential is configured, a write needs a valid one (401 otherwise). Tokens are compared in
-constant time, and every configured credential is checked on each request, so the time taken
-does not say which one (if any) nearly matched.
+Reads are open, unless ``server.read_auth`` is ``"token"``: then a read needs a valid credential
+too (401 otherwise), except ``/health``, which stays open for probes. A write on a read-only
+server is refused (403) whatever the credential; when any credential is configured, a write needs
+a valid one (401 otherwise). Tokens are compared in constant time, and every configured
+credential is checked on each request, so the time taken does not say which one (if any) nearly
+matched.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from quipu.identity import SHARED, Authenticated
 from quipu.rest.route_table import READ, route_class
 
 MAX_TOKEN_FILE = 4096  # bytes
+OPEN_READS = frozenset({"/health"})  # served without a credential whatever read_auth says
 MIN_TOKEN = 16  # characters
 _HASH_SCHEME = "sha256"
 
@@ -152,6 +155,12 @@ async def guard(request: Request) -> Authenticated | None:
     header = request.headers.get("authorization")
     credentials: Credentials = app.state.credentials
     if route_class(request.method, template) == READ:
+        closed = app.state.settings.server.read_auth == "token" and template not in OPEN_READS
+        if closed and credentials.verify(header) is None:
+            raise Unauthorized(
+                "this server's reads need a valid 'Authorization: Bearer <token>' header",
+                extra={"endpoint": request.url.path},
+            )
         return None
     if app.state.settings.server.read_only:
         raise ReadOnly(

@@ -10,6 +10,7 @@ from quipu.api import KnowledgeBase
 from quipu.config import Settings
 from quipu.identity import Authenticated
 from quipu.rest.auth import guard
+from quipu.rest.lanes import Lanes
 
 
 # Async on purpose: FastAPI runs a plain ``def`` dependency in a worker thread, for every request.
@@ -23,7 +24,13 @@ async def _settings(request: Request) -> Settings:
     return settings
 
 
+async def _lanes(request: Request) -> Lanes:
+    lanes: Lanes = request.app.state.lanes
+    return lanes
+
+
 KbDep = Annotated[KnowledgeBase, Depends(_kb)]
+LanesDep = Annotated[Lanes, Depends(_lanes)]  # for a route that picks its read lane per request
 SettingsDep = Annotated[Settings, Depends(_settings)]
 # The verified caller of a write (None when no credential is configured). ``guard`` runs once
 # per request: the app-wide dependency and this alias share FastAPI's per-request cache.

@@ -67,11 +67,12 @@ def documented(description: str) -> dict[str, Any]:
 # with 400, and 422 only when a SPARQL evaluation passes the join limit.
 RESPONSES: dict[int | str, dict[str, Any]] = {
     400: documented("invalid input or a refused write"),
-    401: documented("a write without a valid bearer credential"),
+    401: documented("a write (or, with server.read_auth = 'token', a read) without a valid bearer"),
     403: documented("a write on a read-only server, or a denial"),
     413: documented("request body too large"),
-    422: documented("a SPARQL evaluation passed the join limit"),
+    422: documented("a SPARQL evaluation passed the join limit or its work budget"),
     500: documented("internal storage failure"),
+    503: documented("every read slot stayed taken: retry after Retry-After seconds"),
 }
 
 
@@ -86,7 +87,13 @@ def problem_body(exc: QuipuError) -> dict[str, Any]:
 
 
 def problem_response(exc: QuipuError, headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse(problem_body(exc), status_code=exc.status, media_type=PROBLEM_JSON, headers=headers)
+    """The problem document of ``exc``, with the headers the error asks for (``Retry-After``)."""
+    return JSONResponse(
+        problem_body(exc),
+        status_code=exc.status,
+        media_type=PROBLEM_JSON,
+        headers={**exc.headers(), **(headers or {})},
+    )
 
 
 def _field_name(loc: tuple[Any, ...]) -> str | None:

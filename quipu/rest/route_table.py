@@ -1,4 +1,5 @@
-"""Every route, classified read or write, in one table (tools-core §0.2, §5).
+"""Every route, classified read or write, in one table (tools-core §0.2, §5); and the read lane
+each read waits in (quipu/rest/lanes.py).
 
 Classification is by route, not by what a call does: ``/knot`` is a write even when it changes
 nothing. ``create_app`` refuses to build an app with a route missing from this table, and a test
@@ -15,6 +16,9 @@ from quipu.errors import ConfigError
 RouteClass = Literal["read", "write"]
 READ: Final = "read"
 WRITE: Final = "write"
+Lane = Literal["point", "heavy"]
+POINT: Final = "point"
+HEAVY: Final = "heavy"
 
 ROUTES: Final[dict[tuple[str, str], RouteClass]] = {
     # reads
@@ -83,6 +87,29 @@ ROUTES: Final[dict[tuple[str, str], RouteClass]] = {
 
 # Served by FastAPI itself (OpenAPI and its documentation pages): reads.
 BUILTIN: Final[frozenset[str]] = frozenset({"/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
+
+
+# Reads that do not wait in the heavy lane: point lookups, and (None) reads that never touch the
+# store or that pick their lane per request (/query: by the shape of the query). Every other read
+# is heavy, a read added later included, until it is listed here.
+LANES: Final[dict[tuple[str, str], Lane | None]] = {
+    ("GET", "/entity"): POINT,
+    ("GET", "/entity/{iri:path}"): POINT,
+    ("POST", "/entity_history"): POINT,
+    ("GET", "/stats"): POINT,  # cached per transaction head
+    ("GET", "/health"): None,
+    ("GET", "/version"): None,
+    ("GET", "/query"): None,
+    ("POST", "/query"): None,
+}
+
+
+def lane(method: str, template: str) -> Lane | None:
+    """The lane a request of this route waits in; None for a write or a read that takes no slot
+    here (quipu/rest/lanes.py)."""
+    if template in BUILTIN or route_class(method, template) == WRITE:
+        return None
+    return LANES.get((method.upper(), template), HEAVY)
 
 
 def route_class(method: str, template: str) -> RouteClass:

@@ -1,10 +1,13 @@
 """Which SPARQL queries are point lookups: cheap enough never to wait behind heavy ones.
 
 A point lookup is a SELECT or ASK over one basic graph pattern of a few triples, each anchored by
-a constant subject or object, with nothing around it but projection, DISTINCT, LIMIT/OFFSET and
-filters. Every triple then reads one index range, whatever the store's size. Anything else
-(unanchored triples, which can multiply into cross products, paths, aggregates, subqueries,
-unions, optionals) may run for seconds, and counts as a long read.
+a constant subject or object and all joined through shared variables, with nothing around it but
+projection, DISTINCT, LIMIT/OFFSET and filters. Every triple then reads one index range, whatever
+the store's size. Anything else (unanchored triples, anchored triples that share no variable and
+so multiply into a cross product, paths, aggregates, subqueries, unions, optionals) may run for
+seconds, and counts as a long read. The WAL checkpointer never holds a point lookup back
+(``Database.read(long=...)``), and a server answers it in a read lane of its own
+(quipu/rest/lanes.py).
 """
 
 from __future__ import annotations
@@ -47,4 +50,17 @@ def is_point_lookup(algebra: Any) -> bool:
     if getattr(node, "name", None) != "BGP":
         return False
     triples = node.get("triples") or []
-    return 0 < len(triples) <= _MAX_TRIPLES and all(_anchored(t) for t in triples)
+    return 0 < len(triples) <= _MAX_TRIPLES and all(_anchored(t) for t in triples) and _joined(triples)
+
+
+def _joined(triples: list[tuple[Any, Any, Any]]) -> bool:
+    """Whether the triples with variables form one group through shared variables: two anchored
+    ranges that share none are a cross product (``?x a :A . ?y a :B``: |A| x |B| rows)."""
+    groups: list[set[Variable]] = []
+    for triple in triples:
+        names = {term for term in triple if isinstance(term, Variable)}
+        if not names:
+            continue  # a constant triple only tests that a fact exists
+        touching = [g for g in groups if g & names]
+        groups = [g for g in groups if not g & names] + [names.union(*touching)]
+    return len(groups) <= 1

@@ -87,6 +87,35 @@ def prepare(text: str, base: str | None = None) -> Query:
     return _parse(text, base)
 
 
+# Point-lookup answers kept for query texts up to _SHORT characters (a longer text is classified
+# in a thread each time it comes: at most _REMEMBERED * _SHORT characters are held).
+_REMEMBERED = 4096
+_SHORT = 4096
+_points: dict[str, bool] = {}
+
+
+def point_query(text: str) -> bool:
+    """Whether ``text`` is a point lookup (``quipu.sparql.cost``); parses it (cached) if new.
+
+    Raises:
+        QueryError: the text does not parse.
+    """
+    found = _points.get(text)
+    if found is None:
+        found = is_point_lookup(prepare(text).algebra)
+        if len(text) <= _SHORT:
+            if len(_points) >= _REMEMBERED:
+                _points.clear()
+            _points[text] = found
+    return found
+
+
+def known_point_query(text: str) -> bool | None:
+    """``point_query``'s answer for a text it has seen, else None. It never parses, so an event
+    loop may ask (a parse takes milliseconds and a process-wide lock)."""
+    return _points.get(text)
+
+
 def _parse(text: str, base: str | None) -> Query:
     try:
         with SPARQL_PARSE_LOCK:  # rdflib's grammar is not thread-safe

@@ -21,8 +21,16 @@ intermediate result would be larger. What counts as intermediate differs by path
   EXISTS/OPTIONAL lookups count too), so the bound errs on the side of refusing; it also covers
   operators whose intermediates are not otherwise visible, since their inputs come from the store.
 * the compiled path (one SQL statement): SQLite runs the joins inside the database and their
-  intermediate sizes cannot be observed from outside; the deadline bounds that work (and the
-  memory a DISTINCT or ORDER BY b-tree takes meanwhile: SQLite's joins themselves stream).
+  intermediate sizes cannot be observed from outside. What can be counted is the work: the
+  query's SQL gets a budget of ``STEPS_PER_ROW`` SQLite VM steps per allowed row, counted by the
+  database itself (``Dialect.work_limits``) over all the statements the query runs; past it the
+  statement stops with ``QueryTooExpensive`` (422 ``query_too_expensive``). A join, scan or sort
+  that touches more than about ``max_join_rows`` rows on the way passes it (measured: 10 to 30
+  steps per row touched), so a cross product is stopped in a few CPU-seconds at most instead of
+  running to the deadline, and, unlike the deadline, the refusal does not depend on the load.
+  Work inside the SPARQL value functions (Python, a few microseconds a call) is one step per
+  call: the deadline still bounds a statement whose time goes there. PostgreSQL counts no
+  steps; there ``statement_timeout`` (the deadline) stops such a statement.
 * both paths: the final solutions are an intermediate result too. Unless ``max_sparql_rows``
   already cuts them (``truncated: true``), more than ``max_join_rows`` final rows is refused, and
   the compiled statement is limited so the database never produces more than one row too many.
@@ -40,7 +48,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
-from quipu.errors import ConfigError, QueryTimeout, ResultTooLarge
+from quipu.errors import ConfigError, QueryTimeout, QueryTooExpensive, ResultTooLarge
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
@@ -49,6 +57,12 @@ if TYPE_CHECKING:
 
 # Rows QuipuView yields between deadline checks: a clock read costs ~50 ns, a row far more.
 CHECK_EVERY = 1024
+# SQLite VM steps of work a query may do per row of max_join_rows. Measured on the LUBM benchmark
+# queries: a scan, join or sort costs 10-30 steps per row it touches and the largest compiled
+# query at 100k statements takes about 1.1 million steps in all; 100 leaves room for several
+# intermediate results of max_join_rows rows. The default bound (1,000,000 rows) is 10^8 steps:
+# about 3 CPU-seconds of pure SQL, where a cross product used to run to the 30 s deadline.
+STEPS_PER_ROW = 100
 
 
 class _Result(Protocol):
@@ -77,6 +91,15 @@ def join_error(max_join_rows: int) -> ResultTooLarge:
     return ResultTooLarge(f"intermediate result larger than search.max_join_rows ({max_join_rows})")
 
 
+def work_error(max_join_rows: int) -> QueryTooExpensive:
+    steps = max_join_rows * STEPS_PER_ROW
+    return QueryTooExpensive(
+        f"query stopped: its SQL passed the work budget of {steps:,} SQLite steps "
+        f"({STEPS_PER_ROW} per row of search.max_join_rows ({max_join_rows}))",
+        extra={"budget_steps": steps},
+    )
+
+
 @dataclass
 class Budget:
     """One query's limits; ``None`` (or 0 in the settings) means unlimited."""
@@ -92,6 +115,11 @@ class Budget:
         max_join_rows = max_join_rows or None
         deadline = None if timeout_ms is None else time.monotonic() + timeout_ms / 1000
         return cls(timeout_ms, max_join_rows, deadline)
+
+    @property
+    def steps(self) -> int | None:
+        """The work budget of the query's SQL, in SQLite VM steps (None: unlimited)."""
+        return None if self.max_join_rows is None else self.max_join_rows * STEPS_PER_ROW
 
     def check_deadline(self) -> None:
         if self.deadline is not None and time.monotonic() > self.deadline:
@@ -138,11 +166,12 @@ def enforce(
     limited = budget.deadline is not None or budget.max_join_rows is not None
     token = _current.set(budget if limited else None)
     try:
-        if budget.deadline is None:
+        if not limited:
             yield budget
         else:
-            assert budget.timeout_ms is not None
-            with db.dialect.deadline(conn, budget.deadline, timeout_error(budget.timeout_ms)):
+            late = timeout_error(budget.timeout_ms or 0)
+            costly = work_error(budget.max_join_rows or 0)
+            with db.dialect.work_limits(conn, budget.deadline, late, budget.steps, costly):
                 yield budget
     finally:
         _current.reset(token)

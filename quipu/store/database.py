@@ -100,9 +100,20 @@ def check_location(location: str) -> None:
 
 
 class Database:
-    """A store on disk or in memory: one writer connection and a pool of readers."""
+    """A store on disk or in memory: one writer connection and a pool of readers.
 
-    def __init__(self, location: str, tuning: SqliteTuning | None = None, readers: int = 4) -> None:
+    The pool keeps ``readers`` connections open and opens more under load, up to twice that or
+    ``max_readers``, whichever is more: a server sizes it so that every read it admits at once
+    has a connection (quipu/rest/lanes.py) and none waits for one a slow query holds.
+    """
+
+    def __init__(
+        self,
+        location: str,
+        tuning: SqliteTuning | None = None,
+        readers: int = 4,
+        max_readers: int | None = None,
+    ) -> None:
         backend = resolve(location)
         self.location = location
         self.backend = backend
@@ -111,9 +122,10 @@ class Database:
         # Reads that may run for seconds: the SQLite checkpointer drains them before emptying the log.
         self.long_reads = LongReads()
         check_location(location)
+        overflow = max(readers, (max_readers or 0) - readers)
         if backend.kind == "postgresql":
             self.dialect: Dialect = PostgresDialect()
-            self._open_postgres(backend.url, readers)
+            self._open_postgres(backend.url, readers, overflow)
         else:
             self.dialect = SqliteDialect(
                 tuning or SqliteTuning(),
@@ -121,7 +133,7 @@ class Database:
                 long_reads=self.long_reads,
                 write_lock=self._write_lock,
             )
-            self._open_sqlite(backend.url, readers)
+            self._open_sqlite(backend.url, readers, overflow)
         self._failures: tuple[type[Exception], ...] = (SQLAlchemyError, *self.dialect.driver_errors())
         self.terms = TermDictionary()
         self.schema_terms_seen: SeenTerms = set()
@@ -137,7 +149,7 @@ class Database:
         if backend.kind == "sqlite":
             self.dialect.start(None if backend.memory else make_url(backend.url).database)
 
-    def _open_sqlite(self, url: str, readers: int) -> None:
+    def _open_sqlite(self, url: str, readers: int, overflow: int) -> None:
         # enable_from_linting=False: a SPARQL pattern with disjoint parts is a cross product on
         # purpose, not a forgotten join condition.
         if self.memory:
@@ -161,14 +173,14 @@ class Database:
         self.reader = create_engine(
             url,
             pool_size=readers,
-            max_overflow=readers,
+            max_overflow=overflow,
             connect_args={"check_same_thread": False},
             enable_from_linting=False,
         )
         self.dialect.configure(self.writer, write=True)
         self.dialect.configure(self.reader, write=False)
 
-    def _open_postgres(self, url: str, readers: int) -> None:
+    def _open_postgres(self, url: str, readers: int, overflow: int) -> None:
         try:
             import psycopg  # noqa: F401 - the driver SQLAlchemy loads for this URL
         except ImportError:  # pragma: no cover - a dependency of quipu
@@ -181,7 +193,7 @@ class Database:
         self.writer = create_engine(
             url, pool_size=1, max_overflow=0, pool_pre_ping=True, enable_from_linting=False
         )
-        self.reader = create_engine(url, pool_size=readers, max_overflow=readers, enable_from_linting=False)
+        self.reader = create_engine(url, pool_size=readers, max_overflow=overflow, enable_from_linting=False)
         self.dialect.configure(self.writer, write=True)
         self.dialect.configure(self.reader, write=False)
         try:

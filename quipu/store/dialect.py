@@ -144,6 +144,22 @@ class Dialect:
         yield
 
     @contextmanager
+    def work_limits(
+        self, conn: Connection, at: float | None, late: QuipuError, steps: int | None, costly: QuipuError
+    ) -> Iterator[None]:
+        """``deadline`` (when ``at`` is set), and a work budget: statements on ``conn`` that do
+        more than ``steps`` units of the database's own work in all raise ``costly``.
+
+        Only SQLite counts work (VM steps); elsewhere the budget is ignored and the deadline
+        (PostgreSQL: ``statement_timeout``) is what stops a runaway statement.
+        """
+        if at is None:
+            yield
+            return
+        with self.deadline(conn, at, late):
+            yield
+
+    @contextmanager
     def indexes_deferred(self, conn: Connection, table: Table, incoming: int) -> Iterator[None]:
         """Around a bulk insert of ``incoming`` rows; backends may build indexes afterwards."""
         yield
@@ -245,19 +261,38 @@ class SqliteDialect(Dialect):
 
     @contextmanager
     def deadline(self, conn: Connection, at: float, error: QuipuError) -> Iterator[None]:
+        with self.work_limits(conn, at, error, None, error):
+            yield
+
+    @contextmanager
+    def work_limits(
+        self, conn: Connection, at: float | None, late: QuipuError, steps: int | None, costly: QuipuError
+    ) -> Iterator[None]:
         # A progress handler that answers non-zero makes SQLite abandon the running statement
-        # with SQLITE_INTERRUPT; a read transaction stays open and rolls back as usual.
+        # with SQLITE_INTERRUPT; a read transaction stays open and rolls back as usual. It runs
+        # every _PROGRESS_STEPS VM steps, counted over every statement on the connection, so the
+        # calls it may take are the work budget (the first call past it stops the statement).
         raw: sqlite3.Connection = conn.connection.driver_connection  # type: ignore[assignment]
         clock = time.monotonic
-        raw.set_progress_handler(lambda: clock() > at, _PROGRESS_STEPS)
+        calls = -1 if steps is None else steps // _PROGRESS_STEPS
+        spent = 0
+
+        def handler() -> bool:
+            nonlocal spent
+            spent += 1
+            return spent > calls >= 0 or (at is not None and clock() > at)
+
+        raw.set_progress_handler(handler, _PROGRESS_STEPS)
         try:
             yield
         except (sqlite3.OperationalError, DBAPIError) as exc:
-            if _interrupted(exc) and clock() > at:
-                raise error from None
+            if _interrupted(exc) and spent > calls >= 0:
+                raise costly from None
+            if _interrupted(exc) and at is not None and clock() > at:
+                raise late from None
             raise
         finally:
-            # Always: the connection goes back to the pool and must not keep this deadline.
+            # Always: the connection goes back to the pool and must not keep these limits.
             raw.set_progress_handler(None, 0)
 
     @contextmanager

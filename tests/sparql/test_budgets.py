@@ -17,7 +17,7 @@ from sqlalchemy.exc import DBAPIError
 
 import quipu
 from quipu.api import KnowledgeBase
-from quipu.errors import ConfigError, QueryTimeout, ResultTooLarge
+from quipu.errors import ConfigError, QueryTimeout, QueryTooExpensive, ResultTooLarge
 from quipu.sparql.engine import run_query
 from tests.backends import store_location
 
@@ -27,6 +27,7 @@ RUNAWAY = P + "SELECT * WHERE { ?a :p ?b . ?c :p ?d . ?e :p ?f . ?g :p ?h . ?i :
 PAIRS = P + "SELECT * WHERE { ?a :p ?b . ?c :p ?d }"  # 4 million solutions
 SHARED = P + "SELECT * WHERE { ?a :p ?b . ?c :p ?b }"  # 80 000 solutions, a few tenths of a second
 ALL = P + "SELECT ?a ?b WHERE { ?a :p ?b }"
+COUNTED = P + "SELECT (COUNT(*) AS ?n) WHERE { ?a :p ?b . ?c :p ?d . ?e :p ?f }"  # 8 * 10^9 rows
 GENEROUS = 10.0  # seconds: "stops quickly", without a tight timing assertion
 
 
@@ -176,3 +177,40 @@ def test_sqlite_deadline_interrupts_and_is_removed(tmp_path: Path) -> None:
             assert conn.exec_driver_sql(count).scalar() == ROWS * ROWS
             with db.dialect.deadline(conn, time.monotonic() + 60, QueryTimeout("late")):
                 assert conn.exec_driver_sql(count).scalar() == ROWS * ROWS
+
+
+@pytest.mark.sqlite_only
+def test_sqlite_work_budget_stops_a_statement_by_its_steps_and_is_removed(tmp_path: Path) -> None:
+    """The work budget on its own: a statement past its SQLite VM steps stops with the budget's
+    error whatever the clock says, and the pooled connection keeps no budget afterwards."""
+    with quipu.open(store_location(tmp_path, "kb.db"), readers=1) as kb:
+        _load(kb)
+        db = kb.db
+        count = "SELECT COUNT(*) FROM facts a, facts b"  # 4 million rows: tens of millions of steps
+        far = time.monotonic() + 600
+        with db.read() as conn:
+            with (
+                pytest.raises(QueryTooExpensive, match="costly"),
+                db.dialect.work_limits(conn, far, QueryTimeout("late"), 100_000, QueryTooExpensive("costly")),
+            ):
+                conn.exec_driver_sql(count).scalar()
+            assert conn.exec_driver_sql(count).scalar() == ROWS * ROWS
+            with db.dialect.work_limits(conn, None, QueryTimeout("late"), 10**9, QueryTooExpensive("costly")):
+                assert conn.exec_driver_sql(count).scalar() == ROWS * ROWS
+
+
+def test_work_budget_refuses_a_runaway_query_before_its_deadline(tmp_path: Path) -> None:
+    # A count produces one row, so the join bound never sees the cross product; 10^6 steps are
+    # spent within milliseconds, and the deadline is a minute away.
+    with _open(tmp_path, True, max_join_rows=10_000, query_timeout_ms=60_000) as kb:
+        if kb.db.dialect.name != "sqlite":
+            pytest.skip("only SQLite counts the work of a statement; PostgreSQL has the deadline")
+        started = time.monotonic()
+        with pytest.raises(QueryTooExpensive) as caught:
+            kb.query_result(COUNTED)
+        assert time.monotonic() - started < GENEROUS
+        error = caught.value
+        assert error.status == 422 and error.reason == "query_too_expensive"
+        assert "work budget of 1,000,000 SQLite steps" in error.message
+        assert "search.max_join_rows (10000)" in error.message
+        _check_all(kb)  # 2000 rows: within the budget, and the store is still usable

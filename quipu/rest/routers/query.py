@@ -44,12 +44,14 @@ from quipu.errors import (
     UriTooLong,
     WrongType,
 )
-from quipu.rest.deps import KbDep
+from quipu.rest.deps import KbDep, LanesDep
 from quipu.rest.fields import IGNORED_HEADER, Annotating
+from quipu.rest.lanes import Lanes
 from quipu.rest.problems import PROBLEM_JSON, from_validation
+from quipu.rest.route_table import HEAVY, POINT, Lane
 from quipu.shacl import registry
 from quipu.sparql import withheld
-from quipu.sparql.engine import QueryResult
+from quipu.sparql.engine import QueryResult, known_point_query, point_query
 from quipu.sparql.quipu_json import result_json
 from quipu.sparql.results import (
     ALIASES,
@@ -322,6 +324,18 @@ def _answer(kb: KnowledgeBase, call: _Call, accept: str | None) -> Response:
     return Response(text.encode("utf-8", "replace"), headers=headers, media_type=content_type)
 
 
+async def _run(lanes: Lanes, kb: KnowledgeBase, call: _Call, accept: str | None) -> Response:
+    """Answer in a worker thread, holding a slot of the lane the query's shape picks. A text not
+    seen before is parsed (and cached for the run) in a worker thread first: parsing takes a
+    process-wide lock, and no slot is held meanwhile."""
+    point = known_point_query(call.body.query)
+    if point is None:
+        point = await run_in_threadpool(point_query, call.body.query)
+    lane: Lane = POINT if point else HEAVY
+    async with lanes.slot(lane):
+        return await run_in_threadpool(_answer, kb, call, accept)
+
+
 # -- OpenAPI (documentation only: handlers return a Response, so nothing is re-validated) --------
 
 
@@ -394,11 +408,16 @@ _RESPONSES: Final[dict[int | str, dict[str, Any]]] = {
         },
     },
     400: {"description": "invalid request, SPARQL parse error or unsupported construct", **_PROBLEM},
+    401: {"description": "with server.read_auth = 'token': no valid bearer credential", **_PROBLEM},
     408: {"description": "the query ran past search.query_timeout_ms", **_PROBLEM},
     413: {"description": "protocol body larger than 1 MiB", **_PROBLEM},
     414: {"description": "request target longer than 8 KiB", **_PROBLEM},
     415: {"description": "unsupported request media type", **_PROBLEM},
-    422: {"description": "an intermediate result passed search.max_join_rows", **_PROBLEM},
+    422: {
+        "description": "an intermediate result, or the work of the query's SQL, passed search.max_join_rows",
+        **_PROBLEM,
+    },
+    503: {"description": "every slot of the query's read lane stayed taken (Retry-After)", **_PROBLEM},
 }
 _STRING: Final[dict[str, Any]] = {"type": "string"}
 _STRINGS: Final[dict[str, Any]] = {"type": "array", "items": {"type": "string"}}
@@ -442,15 +461,15 @@ _QUERY_RESULT = QuerySelect | QueryAsk | QueryGraph
     responses=_RESPONSES,
     openapi_extra={"parameters": _GET_PARAMETERS},
 )
-async def sparql_query_get(request: Request, kb: KbDep) -> Response:
+async def sparql_query_get(request: Request, kb: KbDep, lanes: LanesDep) -> Response:
     """Run a SPARQL query given in the query string (SPARQL 1.1 Protocol)."""
     _check_target(request)
     call = _from_pairs(request.query_params.multi_items())
-    return await run_in_threadpool(_answer, kb, call, request.headers.get("accept"))
+    return await _run(lanes, kb, call, request.headers.get("accept"))
 
 
 @router.post("/query", response_model=_QUERY_RESULT, responses=_RESPONSES, openapi_extra=_POST_OPENAPI)
-async def sparql_query_post(request: Request, kb: KbDep) -> Response:
+async def sparql_query_post(request: Request, kb: KbDep, lanes: LanesDep) -> Response:
     """Run a SPARQL query: a JSON body, a ``application/sparql-query`` body or a form."""
     _check_target(request)
     media = _media_type(request)
@@ -471,4 +490,4 @@ async def sparql_query_post(request: Request, kb: KbDep) -> Response:
         raise UnsupportedMediaType(
             f"unsupported Content-Type {media!r}: send JSON, {SPARQL_QUERY} or a {FORM} form"
         )
-    return await run_in_threadpool(_answer, kb, call, request.headers.get("accept"))
+    return await _run(lanes, kb, call, request.headers.get("accept"))

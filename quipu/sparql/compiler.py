@@ -67,6 +67,7 @@ from quipu.sparql.relations import (
     is_bound,
     is_unbound,
     same_term,
+    shadow_is_value,
     variable_name,
 )
 from quipu.store import values
@@ -560,8 +561,16 @@ def _order_keys(ctx: Context, rel: Rel, expr: Any) -> list[Col]:
         (x.v.is_not(None) if x.has_v else false(), 3),
         else_=0,
     )
-    numeric = x.n if x.n is not None else (func.q_num(x.v) if x.has_v else null())
-    return [category, numeric, iri, x.v if x.has_v else null()]
+    if not x.has_v:
+        return [category, null(), iri, null()]
+    numeric = x.n if x.n is not None else func.q_num(x.v)
+    # Numbers with one double shadow (2**53 and 2**53 + 1, or two integers past 2**1024) are
+    # told apart by their exact value (q_numkey). A number that is its shadow keys b"1", as
+    # q_numkey does, so the common case calls no function.
+    exact = case(
+        (or_(numeric.is_(None), shadow_is_value(x.v, numeric)), literal(b"1")), else_=func.q_numkey(x.v)
+    )
+    return [category, numeric, exact, iri, x.v]
 
 
 # -- aggregation -----------------------------------------------------------------------------

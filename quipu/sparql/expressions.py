@@ -32,6 +32,7 @@ from quipu.sparql.relations import (
     is_unbound,
     never_bound,
     same_term,
+    shadow_is_value,
 )
 from quipu.store import sqlfunctions, values
 from quipu.store.dialect import text_position, text_suffix, utf8_text
@@ -157,7 +158,13 @@ def _equal(ctx: Context, rel: Rel, a: Any, b: Any) -> ColumnElement[bool]:
             (and_(is_bound(x), is_bound(y)), func.coalesce(eq(x.id, y.id), false())),
         )
     if x.n is not None and y.n is not None:
-        return func.coalesce(x.n == y.n, func.q_eq(encoding(x), encoding(y)) == 1)
+        # Different shadows are different numbers; equal shadows may not be (2**53 + 1 and
+        # 2**53 share one), so the exact comparison decides those that are not exact.
+        return case(
+            (x.n != y.n, false()),
+            (and_(shadow_is_value(x.v, x.n), shadow_is_value(y.v, y.n)), true()),
+            else_=func.q_eq(encoding(x), encoding(y)) == 1,
+        )
     return func.q_eq(encoding(x), encoding(y)) == 1
 
 
@@ -183,14 +190,18 @@ def _relational(ctx: Context, rel: Rel, e: Any) -> ColumnElement[bool] | Node:
     x, y = value_of(ctx, rel, e.expr), value_of(ctx, rel, e.other)
     if not x.has_v or not y.has_v:
         return literal(None)  # IRIs do not order under < (a type error)
-    if x.n is not None and y.n is not None:
-        sql = {"<": x.n < y.n, ">": x.n > y.n, "<=": x.n <= y.n, ">=": x.n >= y.n}[op]
-        if _is_number_constant(e.other) or _is_number_constant(e.expr):
-            return sql  # a number against a number constant: NULL when ?x is no number
-        cmp = func.q_cmp(encoding(x), encoding(y))
-        return func.coalesce(sql, {"<": cmp < 0, ">": cmp > 0, "<=": cmp <= 0, ">=": cmp >= 0}[op])
     cmp = func.q_cmp(encoding(x), encoding(y))
-    return {"<": cmp < 0, ">": cmp > 0, "<=": cmp <= 0, ">=": cmp >= 0}[op]
+    exact = {"<": cmp < 0, ">": cmp > 0, "<=": cmp <= 0, ">=": cmp >= 0}[op]
+    if x.n is not None and y.n is not None:
+        # The shadows order two numbers wherever they differ (rounding to a double keeps order);
+        # equal shadows (2**53 + 1 and 2**53) leave it to the exact comparison.
+        sql = {"<": x.n < y.n, ">": x.n > y.n, "<=": x.n < y.n, ">=": x.n > y.n}[op]
+        same = (and_(shadow_is_value(x.v, x.n), shadow_is_value(y.v, y.n)), true() if "=" in op else false())
+        if _is_number_constant(e.other) or _is_number_constant(e.expr):
+            # a number against a number constant: NULL when ?x is no number
+            return case((x.n != y.n, sql), same, (x.n == y.n, exact))
+        return case((x.n != y.n, sql), same, else_=exact)
+    return exact
 
 
 def _is_number_constant(term: Any) -> bool:

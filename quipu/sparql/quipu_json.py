@@ -1,9 +1,14 @@
 """Quipu's own JSON result shape of a SPARQL query (tools-core §1.1), built from ``Cell`` tuples.
 
-Values follow DM §2.1's output table: an IRI is a bare string (CURIE-compacted when a prefix map
-is given), a blank node ``_:label``, a plain string a string, ``xsd:integer`` / ``xsd:double`` /
-``xsd:boolean`` a JSON number or boolean (a non-finite double ``null``), a language-tagged string
-``{"value", "lang"}`` and any other literal ``{"value", "datatype"}``.
+Values follow DM §2.1's output table (``values.to_json``): an IRI is a bare string
+(CURIE-compacted when a prefix map is given), a blank node ``_:label``, a plain string a string,
+``xsd:integer`` / ``xsd:double`` / ``xsd:boolean`` a JSON number or boolean, a language-tagged
+string ``{"value", "lang"}`` and any other literal ``{"value", "datatype"}``.
+
+A number is written as a JSON number only where the store would hold it as ``Int`` or ``Float``:
+an integer within 64 bits, a finite double in its canonical lexical form. [changed from DM §2.1]
+Any other (an integer past 64 bits, ``"1e3"``, ``"NaN"``, ``"INF"``) keeps the
+``{"value", "datatype"}`` form, so no value is lost (DM §2.1 wrote ``null`` for INF and NaN).
 
 A numeric or boolean literal whose lexical form is not valid for its datatype (only a query can
 make one, e.g. ``BIND("x"^^xsd:integer AS ?v)``) keeps the ``{"value", "datatype"}`` form rather
@@ -14,23 +19,17 @@ written like any other typed literal.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
+from quipu.errors import BadLiteral
 from quipu.rdfio.curie import PrefixMap
 from quipu.sparql.cells import BNODE, URI, Cell
+from quipu.store import values
 
 if TYPE_CHECKING:
     from quipu.sparql.engine import QueryResult
 
-XSD: Final = "http://www.w3.org/2001/XMLSchema#"
-XSD_INTEGER: Final = XSD + "integer"
-XSD_DOUBLE: Final = XSD + "double"
-XSD_BOOLEAN: Final = XSD + "boolean"
-
-_INTEGER: Final = re.compile(r"[+-]?[0-9]+")
-_DOUBLE: Final = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?INF|NaN")
 _BOOLEANS: Final[dict[str, bool]] = {"true": True, "1": True, "false": False, "0": False}
 
 Iri = Callable[[str], str]
@@ -40,26 +39,22 @@ def _as_is(iri: str) -> str:
     return iri
 
 
-def _integer(lexical: str) -> Any:
-    return int(lexical) if _INTEGER.fullmatch(lexical) else None
-
-
-def _double(lexical: str) -> Any:
-    if not _DOUBLE.fullmatch(lexical):
+def _number(lexical: str, datatype: str) -> Any:
+    """The JSON number of an ``Int`` or finite ``Float`` literal, else None (how the store
+    encodes the literal decides, so a query answer and an entity read agree)."""
+    try:
+        d = values.decode(values.literal(lexical, datatype))
+    except BadLiteral:
         return None
-    x = float(lexical)
-    return x if math.isfinite(x) else _NON_FINITE
+    if d.kind == "int" or (d.kind == "float" and math.isfinite(d.value)):
+        return d.value
+    return None
 
 
-def _boolean(lexical: str) -> Any:
-    return _BOOLEANS.get(lexical)
-
-
-_NON_FINITE: Final = object()  # a valid INF/NaN lexical: JSON null, not the typed-object fallback
 _NATIVE: Final[dict[str, Callable[[str], Any]]] = {
-    XSD_INTEGER: _integer,
-    XSD_DOUBLE: _double,
-    XSD_BOOLEAN: _boolean,
+    values.XSD_INTEGER: lambda lexical: _number(lexical, values.XSD_INTEGER),
+    values.XSD_DOUBLE: lambda lexical: _number(lexical, values.XSD_DOUBLE),
+    values.XSD_BOOLEAN: _BOOLEANS.get,
 }
 
 
@@ -77,8 +72,6 @@ def value_json(cell: Cell, iri: Iri = _as_is) -> Any:
     native = _NATIVE.get(datatype)
     if native is not None:
         found = native(value)
-        if found is _NON_FINITE:
-            return None
         if found is not None:
             return found
     return {"value": value, "datatype": datatype}

@@ -61,6 +61,13 @@ def encoding(x: Node) -> Col:
     return func.coalesce(x.v, func.q_ref(x.id))
 
 
+def shadow_is_value(v: Col, n: Col) -> ColumnElement[bool]:
+    """SQL: ``n``, the double shadow of the number ``v``, is its exact value: an Int or a Float
+    (9 bytes, like a Ref, whose shadow is NULL) within 2**53. Where it holds for both sides,
+    equal shadows are equal numbers and no SQL function need look closer."""
+    return and_(func.length(v) == 9, func.abs(n) < 2.0**53)
+
+
 def never_bound(x: Node) -> bool:
     """Statically unbound (a variable the pattern never binds)."""
     return not x.has_id and not x.has_v

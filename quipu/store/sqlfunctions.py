@@ -25,11 +25,13 @@ from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 from typing import Any
 
+from quipu.errors import BadLiteral
 from quipu.store import values
 from quipu.store.values import XSD, XSD_INTEGER, XSD_STRING, Decoded
 
 XSD_DECIMAL = XSD + "decimal"
 XSD_FLOAT = XSD + "float"
+XSD_DOUBLE = values.XSD_DOUBLE
 XSD_DATETIME = XSD + "dateTime"
 XSD_DATE = XSD + "date"
 _INTEGER_TYPES = values._INTEGER_TYPES | {XSD_INTEGER}
@@ -47,6 +49,11 @@ def _decode(v: bytes | None) -> Decoded | None:
         return None
 
 
+# Integers longer than this are computed with as doubles (±INF): Python's int() of a longer
+# text is refused by default (sys.int_info.default_max_str_digits), as its cost is quadratic.
+MAX_EXACT_DIGITS = 4300
+
+
 def num_of(d: Decoded | None) -> Num | None:
     """The numeric value of a literal with its XSD kind; None when it is not a number."""
     if d is None:
@@ -59,11 +66,16 @@ def num_of(d: Decoded | None) -> Num | None:
         return None
     try:
         if d.datatype in _INTEGER_TYPES:
+            if not values.INTEGER_LEX.fullmatch(d.lexical):
+                return None
+            if len(d.lexical.lstrip("+-")) > MAX_EXACT_DIGITS:
+                return ("double", float(d.lexical))
             return ("integer", int(d.lexical))
         if d.datatype == XSD_DECIMAL:
             return ("decimal", Decimal(d.lexical))
-        if d.datatype == XSD_FLOAT:
-            return ("float", float(d.lexical.replace("INF", "inf")))
+        if d.datatype in (XSD_FLOAT, XSD_DOUBLE):
+            kind = "float" if d.datatype == XSD_FLOAT else "double"
+            return (kind, float(d.lexical.replace("INF", "inf")))
     except (ValueError, InvalidOperation):
         return None
     return None
@@ -74,13 +86,22 @@ def encode_num(n: Num) -> bytes | None:
     if kind == "integer":
         try:
             return values.integer(int(x))
-        except Exception:  # out of the stored 64-bit range: an error, not a crash
+        except BadLiteral:  # too long to write out: an error, not a crash
             return None
     if kind == "double":
         return values.double(float(x))
     if kind == "float":
         return values.literal(values.double_lexical(float(x)), XSD_FLOAT)
     return values.literal(_decimal_lexical(Decimal(x)), XSD_DECIMAL)
+
+
+def _float(x: int | Decimal | float) -> float:
+    """A number as a double, as C rounds: past the double range an infinity (Python's float()
+    raises for an int there)."""
+    try:
+        return float(x)
+    except OverflowError:
+        return math.inf if x > 0 else -math.inf
 
 
 def _decimal_lexical(x: Decimal) -> str:
@@ -93,7 +114,7 @@ def _decimal_lexical(x: Decimal) -> str:
 def _promote(a: Num, b: Num) -> tuple[str, Any, Any]:
     kind = a[0] if _RANK[a[0]] >= _RANK[b[0]] else b[0]
     if kind in ("float", "double"):
-        return kind, float(a[1]), float(b[1])
+        return kind, _float(a[1]), _float(b[1])
     if kind == "decimal":
         return kind, Decimal(a[1]), Decimal(b[1])
     return kind, int(a[1]), int(b[1])
@@ -228,7 +249,9 @@ def ebv(a: bytes | None) -> int | None:
     if n is not None:
         value = n[1]
         return int(not (value == 0 or (isinstance(value, float) and math.isnan(value))))
-    if d.kind == "typed" and (d.datatype in _INTEGER_TYPES or d.datatype in (XSD_DECIMAL, XSD_FLOAT)):
+    if d.kind == "typed" and (
+        d.datatype in _INTEGER_TYPES or d.datatype in (XSD_DECIMAL, XSD_FLOAT, XSD_DOUBLE)
+    ):
         return 0  # an ill-formed number is false
     return None
 
@@ -377,7 +400,37 @@ def regex(a: bytes | None, pattern: bytes | None, flags: bytes | None = None) ->
 
 def numeric_value(a: bytes | None) -> float | None:
     n = num_of(_decode(a))
-    return None if n is None else float(n[1])
+    return None if n is None else _float(n[1])
+
+
+def _sortable(x: int | Decimal) -> bytes:
+    """A key whose bytes sort as the exact non-zero numbers they stand for: sign, decimal
+    exponent, significant digits (complemented for a negative number)."""
+    d = Decimal(x)
+    digits = "".join(map(str, d.as_tuple().digits)).strip("0")
+    exponent = d.adjusted()
+    if d > 0:
+        return b"P%010d%s" % (exponent + 10**9, digits.encode())
+    return b"N%010d%s:" % (10**9 - exponent, digits.translate(_COMPLEMENT).encode())
+
+
+_COMPLEMENT = str.maketrans("0123456789", "9876543210")
+
+
+def exact_key(a: bytes | None) -> bytes | None:
+    """ORDER BY's tie-break among numbers with the same double shadow (``q_num``): equal keys
+    for equal values, bytes ordered as exact integers and decimals are. A double, or a number
+    equal to its shadow, keys b"1"; one below it b"0" and then its exact value; one above b"2"."""
+    n = num_of(_decode(a))
+    if n is None:
+        return None
+    x = n[1]
+    if isinstance(x, float):  # a float or double is its own shadow
+        return b"1"
+    shadow = _float(x)
+    if x == shadow:  # int and Decimal compare with a float exactly
+        return b"1"
+    return (b"0" if x < shadow else b"2") + _sortable(x)
 
 
 def ref_id(a: bytes | None) -> int | None:
@@ -520,6 +573,7 @@ SCALARS: dict[str, tuple[int, Callable[..., Any]]] = {
     "q_ref": (1, ref),
     "q_refid": (1, ref_id),
     "q_num": (1, numeric_value),
+    "q_numkey": (1, exact_key),
     "q_int": (1, integer),
     "q_bool": (1, boolean),
     "q_strtest": (3, str_fn),  # CONTAINS, STRSTARTS, STRENDS: 1, 0 or None

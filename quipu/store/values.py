@@ -27,7 +27,7 @@ RDF_LANGSTRING: Final = RDF + "langString"
 
 TAG_REF, TAG_STR, TAG_INT, TAG_FLOAT, TAG_BOOL, TAG_BYTES, TAG_LANG, TAG_TYPED = range(8)
 
-_INTEGER_LEX = re.compile(r"[+-]?[0-9]+")
+INTEGER_LEX: Final = re.compile(r"[+-]?[0-9]+")
 _DECIMAL_LEX = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)")
 _DOUBLE_LEX = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?|[+-]?INF|NaN")
 _INTEGER_TYPES = frozenset(
@@ -75,9 +75,23 @@ def string(text: str) -> bytes:
 
 
 def integer(n: int) -> bytes:
-    if not _I64_MIN <= n <= _I64_MAX:
-        raise BadLiteral(f"bad integer literal: {n} does not fit in a 64-bit signed integer")
-    return bytes([TAG_INT]) + _pack_q(n)
+    """An ``xsd:integer`` of any size: ``Int`` when it fits 64 bits, else ``Typed`` (see ``literal``)."""
+    if _I64_MIN <= n <= _I64_MAX:
+        return bytes([TAG_INT]) + _pack_q(n)
+    try:
+        text = str(n)
+    except ValueError:  # past Python's int/str conversion limit (sys.get_int_max_str_digits)
+        raise BadLiteral(f"bad integer literal: an integer of {n.bit_length()} bits is too long") from None
+    return _with_header(TAG_TYPED, XSD_INTEGER, text)
+
+
+def _integer_lexical(lexical: str) -> bytes:
+    """A well-formed xsd:integer lexical form, canonicalised (no ``+``, no leading zeros)
+    without ``int()`` when it is long, so its size costs linear time."""
+    digits = lexical.lstrip("+-").lstrip("0") or "0"
+    if len(digits) <= 19:  # every i64 has at most 19 digits
+        return integer(-int(digits) if lexical[0] == "-" else int(digits))
+    return _with_header(TAG_TYPED, XSD_INTEGER, "-" + digits if lexical[0] == "-" else digits)
 
 
 def double(x: float) -> bytes:
@@ -109,20 +123,31 @@ def literal(lexical: str, datatype: str | None = None, lang: str | None = None) 
         return lang_string(lexical, lang)
     if datatype is None or datatype == XSD_STRING:
         return string(lexical)
+    # [changed from DM §2] xsd:integer is unbounded: one outside 64 bits is stored exactly, as
+    # Typed with its canonical lexical form, instead of being refused. So an integer is still
+    # canonicalised whatever its size ("+007" and "7" are one value), and equal values have
+    # equal bytes.
     if datatype == XSD_INTEGER:
-        if not _INTEGER_LEX.fullmatch(lexical):
+        if not INTEGER_LEX.fullmatch(lexical):
             raise BadLiteral(f'bad integer literal: "{lexical}" is not an xsd:integer')
-        return integer(int(lexical))
+        return _integer_lexical(lexical)
+    # [changed from DM §2] An xsd:double keeps the lexical form it was written with: Float only
+    # when that form is the canonical one ``double_lexical`` prints back ("1.5", "1E16",
+    # "INF", "NaN"), Typed otherwise ("1e3", "1.5E0", "1e999"). The encoding stays a function of
+    # (lexical, datatype) alone, and a term never changes on the way in ("1e999" is not "INF").
     if datatype == XSD_DOUBLE:
         if not _DOUBLE_LEX.fullmatch(lexical):
             raise BadLiteral(f'bad double literal: "{lexical}" is not an xsd:double')
-        return double(float(lexical.replace("INF", "inf")))
+        x = float(lexical.replace("INF", "inf"))
+        if double_lexical(x) == lexical:
+            return double(x)
+        return _with_header(TAG_TYPED, XSD_DOUBLE, lexical)
     if datatype == XSD_BOOLEAN and lexical in _BOOLEAN_LEX:
         return boolean(_BOOLEAN_LEX[lexical])
     # [changed from DM §2] An ill-formed xsd:boolean is kept verbatim as Typed rather than read
     # as false: nothing is lost, and SHACL's sh:datatype can still see that it is ill-formed.
     if datatype == XSD + "decimal" or datatype in _INTEGER_TYPES:
-        pattern = _INTEGER_LEX if datatype in _INTEGER_TYPES else _DECIMAL_LEX
+        pattern = INTEGER_LEX if datatype in _INTEGER_TYPES else _DECIMAL_LEX
         if not pattern.fullmatch(lexical):
             raise BadLiteral(f'bad numeric literal: "{lexical}" is not a valid <{datatype}>')
     elif datatype == XSD + "float" and not _DOUBLE_LEX.fullmatch(lexical):
@@ -177,8 +202,15 @@ def double_lexical(x: float) -> str:
     return repr(x).replace("e+", "E").replace("e", "E")
 
 
+_NUMERIC_TYPED: Final = _INTEGER_TYPES | {XSD_INTEGER, XSD_DOUBLE, XSD + "decimal", XSD + "float"}
+
+
 def numeric(value: bytes) -> float | None:
-    """The numeric shadow of a value, for ordering and comparison in SQL; None if not a number."""
+    """The numeric shadow of a value, for ordering and comparison in SQL; None if not a number.
+
+    A double approximates an integer or decimal: the shadow orders values only where it
+    differs, and SQL asks the exact comparison (``sqlfunctions``) where two shadows are equal.
+    """
     tag = value[0]
     if tag == TAG_INT:
         return float(struct.unpack_from("<q", value, 1)[0])
@@ -187,7 +219,7 @@ def numeric(value: bytes) -> float | None:
         return None if math.isnan(x) else float(x)
     if tag == TAG_TYPED:
         d = decode(value)
-        if d.datatype in _INTEGER_TYPES or d.datatype in (XSD + "decimal", XSD + "float"):
+        if d.datatype in _NUMERIC_TYPED:
             try:
                 x = float(d.lexical.replace("INF", "inf"))
             except ValueError:
@@ -270,16 +302,23 @@ def from_json(value: object, field: str = "value") -> ValueInput:
 
 
 def to_json(value: bytes, iri_of: dict[int, str]) -> object:
-    """The JSON output form of a stored value (DM §2.1); ``iri_of`` resolves Ref ids."""
+    """The JSON output form of a stored value (DM §2.1); ``iri_of`` resolves Ref ids.
+
+    [changed from DM §2.1] A non-finite double is ``{"value": "NaN"|"INF"|"-INF", "datatype":
+    xsd:double}``, not ``null``: null loses the value, and the typed form reads back as it was.
+    A JSON number is written only for an ``Int`` or a finite ``Float``, whose ``{"int"}`` /
+    ``{"float"}`` input gives the same value back; an integer past 64 bits or a double kept in
+    its written lexical form is Typed, and stays ``{"value", "datatype"}``.
+    """
     d = decode(value)
     if d.kind == "ref":
         return iri_of[d.value]
     if d.kind in ("str", "int", "bool"):
         return d.value
-    if d.kind == "float":
-        return d.value if math.isfinite(d.value) else None
+    if d.kind == "float" and math.isfinite(d.value):
+        return d.value
     if d.kind == "lang":
         return {"value": d.lexical, "lang": d.lang}
-    if d.kind == "typed":
+    if d.kind in ("typed", "float"):
         return {"value": d.lexical, "datatype": d.datatype}
     return f"<{len(d.value)} bytes>"

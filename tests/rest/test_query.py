@@ -121,7 +121,8 @@ def test_select_shape_and_value_forms(client: TestClient) -> None:
     assert by_predicate["str"] == "plain"
     assert by_predicate["int"] == 42 and isinstance(by_predicate["int"], int)
     assert by_predicate["dbl"] == 1.5
-    assert by_predicate["inf"] is None  # a non-finite double becomes null
+    # [changed from DM §2.1] a non-finite double keeps its value: the typed form, not null
+    assert by_predicate["inf"] == {"value": "INF", "datatype": f"{XSD}double"}
     assert by_predicate["yes"] is True
     assert by_predicate["lang"] == {"value": "hallo", "lang": "de"}
     assert by_predicate["date"] == {"value": "2026-04-02", "datatype": f"{XSD}date"}
@@ -156,8 +157,15 @@ def test_describe_shape(client: TestClient) -> None:
 def test_value_json_keeps_an_invalid_numeric_lexical_typed() -> None:
     assert value_json(Cell(LITERAL, "x", f"{XSD}integer")) == {"value": "x", "datatype": f"{XSD}integer"}
     assert value_json(Cell(LITERAL, "-7", f"{XSD}integer")) == -7
-    assert value_json(Cell(LITERAL, "NaN", f"{XSD}double")) is None
-    assert value_json(Cell(LITERAL, "1E3", f"{XSD}double")) == 1000.0
+    assert value_json(Cell(LITERAL, "NaN", f"{XSD}double")) == {"value": "NaN", "datatype": f"{XSD}double"}
+    # a JSON number only where the store holds an Int or a Float: "1E3" is kept as written
+    assert value_json(Cell(LITERAL, "1E3", f"{XSD}double")) == {"value": "1E3", "datatype": f"{XSD}double"}
+    assert value_json(Cell(LITERAL, "1000.0", f"{XSD}double")) == 1000.0
+    assert value_json(Cell(LITERAL, str(2**63), f"{XSD}integer")) == {
+        "value": str(2**63),
+        "datatype": f"{XSD}integer",
+    }
+    assert value_json(Cell(LITERAL, "+007", f"{XSD}integer")) == 7
     assert value_json(Cell(LITERAL, "0", f"{XSD}boolean")) is False
     assert value_json(Cell(LITERAL, "maybe", f"{XSD}boolean")) == {
         "value": "maybe",

@@ -164,9 +164,43 @@ MALFORMED = [
     b"\x07\x03\x00abc5",
 ]
 
+# Integers past 64 bits (Typed, canonical) and doubles in their written lexical forms (Typed
+# unless canonical), some with one double shadow; "1" * 4301 is past sqlfunctions.MAX_EXACT_DIGITS.
+BIG_INTEGERS = st.one_of(
+    st.integers(-(10**40), 10**40),
+    st.sampled_from([2**63, -(2**63) - 1, 2**64, 2**64 + 1, -(2**64) - 1, 10**400, 10**400 + 1, -(10**400)]),
+).map(values.integer) | st.sampled_from(["1" * 4301, "-" + "9" * 4400]).map(
+    lambda lex: values.literal(lex, values.XSD_INTEGER)
+)
+DOUBLE_FORMS = st.one_of(
+    DOUBLES.map(
+        lambda x: values.literal(repr(x).replace("inf", "INF").replace("nan", "NaN"), values.XSD_DOUBLE)
+    ),
+    st.sampled_from(
+        [
+            "1e3",
+            "1E3",
+            "01.5",
+            "1.50",
+            "+INF",
+            "1e999",
+            "-1e999",
+            "1e-999",
+            "-0e0",
+            "9007199254740993e0",
+            "1e99999999999999",
+            "1" * 400,
+            "0." + "0" * 400 + "1",
+            "1" * 900 + "e-900",
+            "1e-400",
+        ]
+    ).map(lambda lex: values.literal(lex, values.XSD_DOUBLE)),
+)
 VALUES = st.one_of(
     INT64.map(values.integer),
     st.sampled_from([0, 1, -1, 2**63 - 1, -(2**63), 2**53 + 1, 10**18]).map(values.integer),
+    BIG_INTEGERS,
+    DOUBLE_FORMS,
     DOUBLES.map(values.double),
     decimal_values,
     DOUBLES.map(lambda x: values.literal(values.double_lexical(x), XSD + "float")),
@@ -189,6 +223,8 @@ VALUES = st.one_of(
 )
 NUMBERS = st.one_of(
     INT64.map(values.integer),
+    BIG_INTEGERS,
+    DOUBLE_FORMS,
     DOUBLES.map(values.double),
     decimal_values,
     DOUBLES.map(lambda x: values.literal(values.double_lexical(x), XSD + "float")),
@@ -232,6 +268,7 @@ def _num(v: bytes | None) -> float | None:
 
 ONE_ARG: dict[str, Callable[[bytes | None], Any]] = {
     "q_num": _num,
+    "q_numkey": sqlfunctions.exact_key,
     "q_ebv": sqlfunctions.ebv,
     "q_isliteral": sqlfunctions.is_literal,
     "q_isnumeric": sqlfunctions.is_numeric,
@@ -434,7 +471,19 @@ def dec(lex: str) -> bytes:
         ("/", values.double(5e-324), values.double(2.0), values.double(0.0)),  # a tie: to even
         ("*", values.double(1e-160), values.double(1e-160), values.double(1e-160 * 1e-160)),  # subnormal
         ("-", values.double(-1.7e308), values.double(1.7e308), values.double(-math.inf)),
-        ("+", values.integer(2**63 - 1), values.integer(1), None),  # outside the stored 64 bits
+        ("+", values.integer(2**63 - 1), values.integer(1), values.integer(2**63)),  # Typed past 64 bits
+        ("-", values.integer(-(2**63)), values.integer(1), values.integer(-(2**63) - 1)),
+        ("*", values.integer(2**64 + 1), values.integer(2**64 + 1), values.integer((2**64 + 1) ** 2)),
+        ("-", values.integer(2**64 + 1), values.integer(2**64), values.integer(1)),  # back to an Int
+        (
+            "*",
+            values.literal("9" * 3000, values.XSD_INTEGER),
+            values.literal("9" * 3000, values.XSD_INTEGER),
+            None,
+        ),
+        ("+", values.literal("1e3", values.XSD_DOUBLE), values.integer(1), values.double(1001.0)),
+        ("+", values.literal("1e999", values.XSD_DOUBLE), values.integer(1), values.double(math.inf)),
+        ("+", values.integer(10**400), values.double(1.0), values.double(math.inf)),
         ("*", dec("1" + "0" * 15), dec("1" + "0" * 15), None),  # Python's quantize overflows
         ("+", dec("9" * 28), dec("0.5"), None),  # rounds up to 10**28: past Python's quantize
         ("+", dec("1." + "0" * 27 + "5"), dec("0"), dec("1.0")),  # half to even at 28 digits
@@ -449,7 +498,10 @@ def test_arithmetic_edge_cases(conn: Connection, op: str, a: bytes, b: bytes, ex
 @pytest.mark.parametrize(
     ("v", "expected"),
     [
-        (values.integer(-(2**63)), None),
+        (values.integer(-(2**63)), values.integer(2**63)),
+        (values.literal("1e3", values.XSD_DOUBLE), values.double(-1000.0)),
+        (values.literal("-1e999", values.XSD_DOUBLE), values.double(math.inf)),
+        (values.integer(2**64), values.integer(-(2**64))),
         (values.double(0.0), values.double(-0.0)),
         (values.double(math.nan), values.double(-math.nan)),
         (dec("-0.0"), dec("0.0")),
@@ -537,6 +589,12 @@ def test_min_and_max_agree_with_python(
         ([values.double(math.nan), values.integer(1)], None),  # Python raises: NaN against Decimal
         ([values.double(math.nan), values.double(1.0)], values.double(math.nan)),  # NaN stays
         ([values.integer(2**53 + 1), values.double(2.0**53)], values.double(2.0**53)),  # exactly
+        (
+            [values.integer(2**64 + 1), values.integer(2**64), values.integer(2**64 - 1)],
+            values.integer(2**64 - 1),
+        ),
+        ([values.integer(10**400 + 1), values.integer(10**400)], values.integer(10**400)),
+        ([values.literal("1e3", values.XSD_DOUBLE), values.integer(999)], values.integer(999)),
         ([values.string("b"), values.integer(9), values.string("a")], values.integer(9)),
     ],
 )
@@ -567,6 +625,12 @@ def test_group_concat_agrees_with_python(conn: Connection, rows: list[bytes | No
             dec("1.333333333333333333333333333"),
         ),
         ("q_sum", [values.integer(1), values.string("x")], None),
+        ("q_sum", [values.integer(2**63 - 1), values.integer(2**63 - 1)], values.integer(2**64 - 2)),
+        (
+            "q_sum",
+            [values.integer(2**64), values.literal("1e0", values.XSD_DOUBLE)],
+            values.double(2.0**64 + 1),
+        ),
         ("q_sum", [values.double(1e308), values.double(1e308)], values.double(math.inf)),
         (
             "q_avg",
@@ -668,7 +732,10 @@ LEXICALS = st.one_of(
     st.sampled_from(
         ["1", "-5", "+7", "1.5", ".5", "5.", "1e3", "1E400", "INF", "-INF", "NaN", "true", "0", "x"]
     ),
-    st.sampled_from([str(2**63), str(-(2**63)), "12345678901234567890123"]),
+    st.sampled_from(
+        [str(2**63), str(-(2**63)), "12345678901234567890123", "+000" + str(2**64), "-00", "1" * 5000]
+    ),
+    st.sampled_from(["1.0", "1.50", "1E16", "1e16", "+INF", "1e999", "0.1", "1E-05", "-0.0", "01"]),
 )
 
 
@@ -744,6 +811,7 @@ DATA = """
 :d :v 7.25e0 ; :name "ΑΣ" .
 :e :v "x" ; :name "epsilon"@en .
 :f :v 10 ; :g :k1 .
+:h :v 18446744073709551617 ; :g :k2 . :i :v 18446744073709551616 . :j :v "1e3"^^xsd:double .
 :a :g :k1 . :b :g :k1 . :c :g :k2 . :d :g :k2 .
 """
 PREFIX = "PREFIX : <http://ex.org/>\nPREFIX xsd: <http://www.w3.org/2001/XMLSchema#>\n"

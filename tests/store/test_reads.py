@@ -233,18 +233,19 @@ def test_unravel_values_use_the_json_forms(kb: KnowledgeBase) -> None:
     kb.knot(
         PREFIXES
         + 'ex:a ex:i 5 ; ex:d 1.5e0 ; ex:b false ; ex:l "x"@fr ; ex:t "2026-01-01"^^xsd:date ; ex:r ex:z .\n'
-        + 'ex:a ex:inf "INF"^^xsd:double .\n',
+        + 'ex:a ex:inf "INF"^^xsd:double ; ex:e "1.5"^^xsd:double .\n',
         timestamp="2026-01-01T00:00:00Z",
     )
     got = {f["predicate"][len(EX) :]: f["value"] for f in kb.unravel(tx=1)["facts"]}
     assert got == {
         "i": 5,
-        "d": 1.5,
+        "d": {"value": "1.5e0", "datatype": XSD + "double"},  # kept as written: not a JSON number
+        "e": 1.5,  # the canonical form is a Float
         "b": False,
         "l": {"value": "x", "lang": "fr"},
         "t": {"value": "2026-01-01", "datatype": XSD + "date"},
         "r": EX + "z",
-        "inf": None,
+        "inf": {"value": "INF", "datatype": XSD + "double"},  # [changed from DM §2.1]: not null
     }
 
 

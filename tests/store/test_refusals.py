@@ -184,8 +184,7 @@ def test_second_graph_unregistered_writes_nothing_at_all(seeded: KnowledgeBase) 
     ("literal", "match"),
     [
         ('"abc"^^xsd:integer', "bad integer literal"),
-        ('"99999999999999999999"^^xsd:integer', "bad integer literal"),
-        ('"-9223372036854775809"^^xsd:integer', "bad integer literal"),
+        ('"+-5"^^xsd:integer', "bad integer literal"),
         ('"1.5"^^xsd:integer', "bad integer literal"),
         ('"1.2.3"^^xsd:decimal', "bad numeric literal"),
         ('"1e5"^^xsd:decimal', "bad numeric literal"),
@@ -290,7 +289,8 @@ def test_bad_typed_value_on_the_json_surface(seeded: KnowledgeBase) -> None:
         "bad integer literal",
         lambda: seeded.set(EX + "a", EX + "n", {"value": "abc", "datatype": XSD + "integer"}),
     )
-    assert_refused(seeded, BadLiteral, "64-bit", lambda: seeded.set(EX + "a", EX + "n", {"int": 2**63}))
+    # xsd:integer is unbounded, but Python cannot write out an int past sys.get_int_max_str_digits()
+    assert_refused(seeded, BadLiteral, "too long", lambda: seeded.set(EX + "a", EX + "n", {"int": 10**5000}))
     assert term_id(seeded, EX + "n") is None
 
 

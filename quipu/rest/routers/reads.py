@@ -32,8 +32,8 @@ JSON_LD = "application/ld+json"
 HTML = "text/html"
 _TEXT = {"schema": {"type": "string"}}
 
-# A stored value in its JSON output form (DM §2.1): IRI or string, number, boolean, null for a
-# non-finite double, or {"value", "lang"} / {"value", "datatype"}.
+# A stored value in its JSON output form (DM §2.1, values.to_json): IRI or string, number,
+# boolean, or {"value", "lang"} / {"value", "datatype"} (a non-finite double too, no longer null).
 JsonValue = str | int | float | bool | dict[str, str] | None
 
 

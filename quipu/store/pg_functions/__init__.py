@@ -32,16 +32,16 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from quipu.store import values
+from quipu.store import sqlfunctions, values
 from quipu.store.pg_functions import aggregates, dates, encoding, numbers, scalars, strings
 
 __all__ = ["DIGIT_ZEROS", "FUNCTIONS", "VERSION", "install", "installed_version", "names"]
 
-VERSION: Final = 4
+VERSION: Final = 5
 
 _X: Final = values.XSD
 _INTEGER_TYPES_SQL: Final = ", ".join(f"'{t}'" for t in sorted(values._INTEGER_TYPES | {values.XSD_INTEGER}))
-_NUMERIC_TYPES_SQL: Final = f"{_INTEGER_TYPES_SQL}, '{_X}decimal', '{_X}float'"
+_NUMERIC_TYPES_SQL: Final = f"{_INTEGER_TYPES_SQL}, '{_X}decimal', '{_X}float', '{_X}double'"
 # The lexical grammars of ``values`` (what ingestion accepts), anchored.
 _INTEGER_RE: Final = r"^[+-]?[0-9]+$"
 _DECIMAL_RE: Final = r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)$"
@@ -133,6 +133,7 @@ def _sub(sql: str) -> str:
         .replace("@XSD@", _X)
         .replace("@DIGIT@", "[" + _digit_class() + "]")
         .replace("@DIGIT_ZEROS@", ",".join(str(z) for z in DIGIT_ZEROS))
+        .replace("@MAX_EXACT_DIGITS@", str(sqlfunctions.MAX_EXACT_DIGITS))
     )
 
 

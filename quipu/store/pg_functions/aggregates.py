@@ -36,7 +36,7 @@ BEGIN
   END IF;
   kind := greatest(s.k, x.k);
   IF kind >= 2 THEN
-    s.f := quipu_fop('+', CASE WHEN s.k >= 2 THEN s.f ELSE quipu_n2f(s.n, false) END,
+    s.f := quipu_fop('+', CASE WHEN s.k >= 2 THEN s.f ELSE quipu_n2f(s.n, s.n < 0) END,
                      CASE WHEN x.k >= 2 THEN x.f ELSE quipu_n2f(x.n, x.sb) END);
     s.n := NULL;
   ELSIF kind = 1 THEN

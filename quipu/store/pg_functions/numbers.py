@@ -32,6 +32,42 @@ LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
               WHEN abs(n) BETWEEN 1e-300 AND 1e300 THEN n::float8
               ELSE quipu_n2f_slow(n, neg) END
 $$""",
+    # A well-formed finite xsd:double (or integer) lexical form as a numeric that rounds to the
+    # same double as the form itself: a form past numeric's range (10^131072, 16383 fraction
+    # digits; "1e999999999", "1" x 200000) is cut to 800 significant digits and a sticky one
+    # (enough to round any double correctly) or to a power of ten beyond the double range.
+    "quipu_lexn": r"""
+CREATE OR REPLACE FUNCTION quipu_lexn(lex text) RETURNS numeric
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
+DECLARE
+  mant text := split_part(lower(ltrim(lex, '+-')), 'e', 1);
+  ex text := split_part(lower(lex), 'e', 2);
+  ip text := split_part(mant, '.', 1);
+  d text := replace(mant, '.', '');
+  a bigint;
+BEGIN
+  IF length(lex) <= 300 AND length(ltrim(ltrim(ex, '+-'), '0')) <= 3 THEN
+    RETURN lex::numeric;  -- the common case, well inside numeric's range
+  END IF;
+  -- a: the decimal exponent of the first significant digit
+  a := length(ip) - (length(d) - length(ltrim(d, '0'))) - 1;
+  d := rtrim(ltrim(d, '0'), '0');
+  IF d = '' OR (length(ltrim(ltrim(ex, '+-'), '0')) > 12 AND left(ex, 1) = '-') THEN
+    RETURN 0;  -- quipu_n2f gives zero its sign
+  ELSIF length(ltrim(ltrim(ex, '+-'), '0')) > 12 THEN
+    a := 401;
+  ELSE
+    a := a + CASE WHEN ex = '' THEN 0 ELSE ex::bigint END;
+  END IF;
+  IF a > 400 THEN
+    RETURN CASE WHEN left(lex, 1) = '-' THEN -1e400 ELSE 1e400 END;
+  ELSIF a < -400 THEN
+    RETURN 0;
+  ELSIF length(d) > 800 THEN
+    d := left(d, 800) || '1';
+  END IF;
+  RETURN CASE WHEN left(lex, 1) = '-' THEN -1 ELSE 1 END * ('0.' || d || 'e' || (a + 1))::numeric;
+END $$""",
     # A well-formed xsd:double lexical form as Python's float().
     "quipu_lexf": r"""
 CREATE OR REPLACE FUNCTION quipu_lexf(lex text) RETURNS double precision
@@ -39,7 +75,7 @@ LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
   SELECT CASE WHEN lex = 'NaN' THEN 'NaN'::float8
               WHEN lex IN ('INF', '+INF') THEN 'Infinity'::float8
               WHEN lex = '-INF' THEN '-Infinity'::float8
-              ELSE quipu_n2f(lex::numeric, left(lex, 1) = '-') END
+              ELSE quipu_n2f(quipu_lexn(lex), left(lex, 1) = '-') END
 $$""",
     # values.double_lexical: Python's repr() of the shortest round-trip digits, E for e.
     "quipu_dlex": r"""
@@ -224,7 +260,13 @@ BEGIN
     sb := get_byte(b, 8) >= 128;
   ELSIF tag = 7 THEN
     IF hdr IN (@INTEGER_TYPES@) THEN
-      IF lex ~ '@INTEGER_RE@' THEN
+      IF lex !~ '@INTEGER_RE@' THEN
+        NULL;
+      ELSIF length(ltrim(lex, '+-')) > @MAX_EXACT_DIGITS@ THEN  -- sqlfunctions.num_of: a double
+        k := 3;
+        f := quipu_lexf(lex);
+        sb := left(lex, 1) = '-';
+      ELSE
         k := 0;
         n := lex::numeric;
         sb := n < 0;
@@ -235,21 +277,23 @@ BEGIN
         n := lex::numeric;
         sb := left(lex, 1) = '-';
       END IF;
-    ELSIF hdr = '@XSD@float' THEN
+    ELSIF hdr IN ('@XSD@float', '@XSD@double') THEN
       IF lex ~ '@DOUBLE_RE@' THEN
-        k := 2;
+        k := CASE WHEN hdr = '@XSD@float' THEN 2 ELSE 3 END;
         f := quipu_lexf(lex);
         sb := left(lex, 1) = '-';
       END IF;
     END IF;
   END IF;
 END $$""",
-    # sqlfunctions.encode_num; ``negzero``: a decimal zero is -0.
+    # sqlfunctions.encode_num; ``negzero``: a decimal zero is -0. An integer past 64 bits is
+    # Typed (values.integer), and one Python cannot write out (sqlfunctions.MAX_EXACT_DIGITS) NULL.
     "quipu_enc": r"""
 CREATE OR REPLACE FUNCTION quipu_enc(k integer, n numeric, f double precision, negzero boolean) RETURNS bytea
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
   SELECT CASE k
-    WHEN 0 THEN CASE WHEN n BETWEEN -9223372036854775808 AND 9223372036854775807 THEN q_int(n::bigint) END
+    WHEN 0 THEN CASE WHEN n BETWEEN -9223372036854775808 AND 9223372036854775807 THEN q_int(n::bigint)
+                     WHEN length(abs(n)::text) <= @MAX_EXACT_DIGITS@ THEN quipu_header(7, '@XSD@integer', n::text) END
     WHEN 1 THEN quipu_header(7, '@XSD@decimal', quipu_declex(n, coalesce(negzero, false)))
     WHEN 2 THEN quipu_header(7, '@XSD@float', quipu_dlex(f))
     WHEN 3 THEN quipu_f64enc(f)

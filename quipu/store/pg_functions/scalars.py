@@ -25,6 +25,36 @@ BEGIN
   x := quipu_val(v);
   RETURN CASE WHEN x.k IN (0, 1) THEN quipu_n2f(x.n, x.sb) WHEN x.f <> 'NaN'::float8 THEN x.f END;
 END $$""",
+    # sqlfunctions.exact_key: ORDER BY's tie-break among numbers with one double shadow.
+    "q_numkey": r"""
+CREATE OR REPLACE FUNCTION q_numkey(v bytea) RETURNS bytea
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
+DECLARE
+  x record;
+  f double precision;
+  c integer;
+  e integer;
+  d text;
+BEGIN
+  x := quipu_val(v);
+  IF x.k IS NULL THEN
+    RETURN NULL;
+  ELSIF x.k >= 2 THEN
+    RETURN '\x31'::bytea;
+  END IF;
+  f := quipu_n2f(x.n, x.sb);
+  c := CASE WHEN f = 'Infinity'::float8 THEN -1 WHEN f = '-Infinity'::float8 THEN 1
+            ELSE sign(x.n - quipu_f2n(f))::integer END;
+  IF c = 0 THEN
+    RETURN '\x31'::bytea;
+  END IF;
+  e := quipu_exp10(abs(x.n));
+  d := rtrim(ltrim(replace(abs(x.n)::text, '.', ''), '0'), '0');
+  RETURN convert_to(CASE WHEN c < 0 THEN '0' ELSE '2' END
+      || CASE WHEN x.n > 0 THEN 'P' || lpad((e + 1000000000)::text, 10, '0') || d
+              ELSE 'N' || lpad((1000000000 - e)::text, 10, '0') || translate(d, '0123456789', '9876543210') || ':'
+         END, 'UTF8');
+END $$""",
     "q_isnumeric": r"""
 CREATE OR REPLACE FUNCTION q_isnumeric(v bytea) RETURNS integer
 LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
@@ -262,10 +292,10 @@ BEGIN
   x := quipu_val(a);
   IF x.k IS NULL THEN
     RETURN NULL;
-  ELSIF x.k = 3 THEN  -- flip the sign bit, as C's negation does
+  ELSIF x.k = 3 AND x.tag = 3 THEN  -- flip the sign bit, as C's negation does
     RETURN '\x03'::bytea || substr(a, 2, 7) || set_byte('\x00'::bytea, 0, get_byte(a, 8) # 128);
-  ELSIF x.k = 2 THEN
-    RETURN quipu_enc(2, NULL, -x.f, NULL);
+  ELSIF x.k >= 2 THEN
+    RETURN quipu_enc(x.k, NULL, -x.f, NULL);
   ELSIF x.k = 1 THEN  -- Decimal's unary minus rounds, and gives +0 for any zero
     RETURN quipu_enc(1, quipu_dround(-x.n, false), NULL, false);
   END IF;

@@ -116,6 +116,7 @@ DECLARE
   d record;
   t text;
   n numeric;
+  f double precision;
 BEGIN
   x := quipu_dec(lex_v);
   d := quipu_dec(dt_v);
@@ -129,13 +130,23 @@ BEGIN
     IF x.lex !~ '@INTEGER_RE@' THEN
       RETURN NULL;
     END IF;
-    n := x.lex::numeric;
-    RETURN CASE WHEN n BETWEEN -9223372036854775808 AND 9223372036854775807 THEN q_int(n::bigint) END;
+    -- values._integer_lexical: canonical, Int within 64 bits and Typed past them
+    t := coalesce(nullif(ltrim(ltrim(x.lex, '+-'), '0'), ''), '0');
+    t := CASE WHEN left(x.lex, 1) = '-' AND t <> '0' THEN '-' || t ELSE t END;
+    IF length(t) <= 20 THEN
+      n := t::numeric;
+      IF n BETWEEN -9223372036854775808 AND 9223372036854775807 THEN
+        RETURN q_int(n::bigint);
+      END IF;
+    END IF;
+    RETURN quipu_header(7, '@XSD@integer', t);
   ELSIF t = '@XSD@double' THEN
     IF x.lex !~ '@DOUBLE_RE@' THEN
       RETURN NULL;
     END IF;
-    RETURN quipu_f64enc(quipu_lexf(x.lex));
+    -- values.literal: Float for the canonical form, else Typed with the form as written
+    f := quipu_lexf(x.lex);
+    RETURN CASE WHEN quipu_dlex(f) = x.lex THEN quipu_f64enc(f) ELSE quipu_header(7, t, x.lex) END;
   ELSIF t = '@XSD@boolean' AND x.lex IN ('true', '1', 'false', '0') THEN
     RETURN CASE WHEN x.lex IN ('true', '1') THEN '\x0401'::bytea ELSE '\x0400'::bytea END;
   ELSIF t IN (@INTEGER_TYPES@) THEN

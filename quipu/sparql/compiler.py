@@ -44,7 +44,6 @@ from sqlalchemy import (
     or_,
     select,
     true,
-    union_all,
 )
 from sqlalchemy.sql import FromClause, visitors
 from sqlalchemy.sql.elements import ClauseElement, ColumnClause, Null
@@ -68,6 +67,7 @@ from quipu.sparql.relations import (
     is_unbound,
     same_term,
     shadow_is_value,
+    union_all_of,
     variable_name,
 )
 from quipu.store import values
@@ -88,7 +88,7 @@ def _bgp(ctx: Context, triples: list[Any], graph_var: str | None) -> Rel:
         ids = ctx.named_graphs()
         if not ids:
             return Rel(empty=True)
-        rows = union_all(*(select(literal(g).label("g")) for g in ids)).subquery(ctx.sub_name())
+        rows = union_all_of([select(literal(g).label("g")) for g in ids]).subquery(ctx.sub_name())
         return Rel([rows], [], {graph_var: Node(rows.c.g, null(), has_v=False)})
     for s, p, o in triples:
         if isinstance(p, Path):
@@ -266,14 +266,17 @@ def _left_join(ctx: Context, a: Rel, b: Rel, expr: Any) -> Rel:
     return out
 
 
-def _union(ctx: Context, a: Rel, b: Rel) -> Rel:
-    if a.empty:
-        return b
-    if b.empty:
-        return a
-    names = sorted(set(a.vars) | set(b.vars))
+def _union(ctx: Context, rels: list[Rel]) -> Rel:
+    """The branches of a UNION (a chain of them flattened: one UNION ALL, not one subquery per
+    branch, which SQLite's parser stack refuses past a dozen)."""
+    rels = [rel for rel in rels if not rel.empty]
+    if not rels:
+        return Rel(empty=True)
+    if len(rels) == 1:
+        return rels[0]
+    names = sorted({name for rel in rels for name in rel.vars})
     labels = _labels(names)
-    width = max(len(a.keys), len(b.keys))
+    width = max(len(rel.keys) for rel in rels)
 
     def branch(rel: Rel, number: int) -> Select[Any]:
         cols: list[Col] = []
@@ -287,21 +290,36 @@ def _union(ctx: Context, a: Rel, b: Rel) -> Rel:
             stmt = stmt.select_from(*rel.froms)
         return stmt.where(*rel.conds) if rel.conds else stmt
 
-    # The branch number keeps a solution both branches produce twice, as SPARQL wants, when a
+    # The branch number keeps a solution two branches produce twice, as SPARQL wants, when a
     # DISTINCT later collapses claims.
-    sq = union_all(branch(a, 0), branch(b, 1)).subquery(ctx.sub_name())
-    maybe = {n for n in names if n not in a.vars or n not in b.vars or n in a.maybe or n in b.maybe}
-    out = Rel([sq], [], {}, maybe, a.dedup or b.dedup, [sq.c.kb] + [sq.c[f"k{i}"] for i in range(width)])
+    sq = union_all_of([branch(rel, number) for number, rel in enumerate(rels)]).subquery(ctx.sub_name())
+    maybe = {n for n in names if any(n not in rel.vars or n in rel.maybe for rel in rels)}
+    dedup = any(rel.dedup for rel in rels)
+    out = Rel([sq], [], {}, maybe, dedup, [sq.c.kb] + [sq.c[f"k{i}"] for i in range(width)])
     for name, label in labels.items():
-        x, y = a.vars.get(name, UNBOUND), b.vars.get(name, UNBOUND)
+        found = [rel.vars.get(name, UNBOUND) for rel in rels]
         out.vars[name] = Node(
             sq.c[label + "i"],
             sq.c[label + "v"],
-            has_id=x.has_id or y.has_id,
-            has_v=x.has_v or y.has_v,
-            v_full=(x.v_full or not x.has_id) and (y.v_full or not y.has_id),
+            has_id=any(x.has_id for x in found),
+            has_v=any(x.has_v for x in found),
+            v_full=all(x.v_full or not x.has_id for x in found),
         )
     return out
+
+
+def _union_branches(node: CompValue) -> list[Any]:
+    """The operands of a chain of UNIONs, in order (rdflib nests ``A UNION B UNION C`` as
+    ``Union(Union(A, B), C)``)."""
+    branches: list[Any] = []
+    stack = [node]
+    while stack:
+        part = stack.pop()
+        if isinstance(part, CompValue) and part.name == "Union":
+            stack += [part.p2, part.p1]
+        else:
+            branches.append(part)
+    return branches
 
 
 def _minus(ctx: Context, a: Rel, b: Rel, graph_var: str | None = None) -> Rel:
@@ -342,7 +360,7 @@ def _values(ctx: Context, node: CompValue) -> Rel:
             # Typed NULLs: PostgreSQL types an all-NULL column of a UNION as text.
             cols += [_id_col(x.id).label(label + "i"), _v_col(x.v).label(label + "v")]
         selects.append(select(*cols))
-    sq = (selects[0] if len(selects) == 1 else union_all(*selects)).subquery(ctx.sub_name())
+    sq = union_all_of(selects).subquery(ctx.sub_name())
     maybe = {n for n in names if any(not isinstance(row.get(Variable(n)), (URIRef, Literal)) for row in rows)}
     out = Rel([sq], [], {}, maybe, keys=[sq.c.kr])
     for name, label in labels.items():
@@ -390,7 +408,7 @@ def _pattern(ctx: Context, node: Any, graph_var: str | None = None) -> Rel:
             return inner
         return replace(inner, conds=[*inner.conds, condition(ctx, inner, node.expr)])
     if name == "Union":
-        return _union(ctx, _pattern(ctx, node.p1, graph_var), _pattern(ctx, node.p2, graph_var))
+        return _union(ctx, [_pattern(ctx, branch, graph_var) for branch in _union_branches(node)])
     if name == "Minus":
         return _minus(ctx, _pattern(ctx, node.p1, graph_var), _pattern(ctx, node.p2, graph_var), graph_var)
     if name == "Extend":

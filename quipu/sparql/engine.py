@@ -11,7 +11,8 @@ import logging
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -27,14 +28,14 @@ from rdflib.term import Node
 from sqlalchemy import Connection
 
 from quipu.errors import InvalidField, QueryError
-from quipu.sparql import subplans
+from quipu.sparql import limits, subplans
 from quipu.sparql.cells import BNODE, LITERAL, URI, Cell, from_node, iri_cell, literal_cell, to_node
 from quipu.sparql.compiler import Compiled, Unsupported, compile_query
 from quipu.sparql.cost import is_point_lookup
 from quipu.sparql.parse_lock import SPARQL_PARSE_LOCK
 from quipu.sparql.tree import leaves, walk
 from quipu.store import budget as budgets
-from quipu.store import values
+from quipu.store import statement_limits, values
 from quipu.store.database import Database
 from quipu.store.dialect import Prepared
 from quipu.store.rdflib_store import QuipuView, dataset
@@ -117,15 +118,20 @@ def known_point_query(text: str) -> bool | None:
 
 
 def _parse(text: str, base: str | None) -> Query:
+    limits.check_query(text)  # before the parser: a hostile shape is refused in milliseconds
     try:
         with SPARQL_PARSE_LOCK:  # rdflib's grammar is not thread-safe
             query = prepareQuery(text, base=base)
     except ParseException as exc:
         raise QueryError(f"SPARQL parse error: {exc}", reason="sparql_parse_error") from None
+    except RecursionError:
+        raise limits.too_complex() from None
     except Exception as exc:  # rdflib raises bare Exceptions for some translation failures
         raise QueryError(f"SPARQL parse error: {exc}", reason="sparql_parse_error") from None
     _check_supported(query.algebra)
     _order_star(text, query.algebra)
+    limits.bound_slices(query.algebra)
+    limits.guard_expressions(query.algebra)
     return query
 
 
@@ -246,6 +252,7 @@ def run_query(
     with (
         db.read(long=not is_point_lookup(main)) as conn,
         budgets.enforce(db, conn, timeout_ms=timeout_ms, max_join_rows=max_join_rows) as budget,
+        _refused_when_too_complex(),
     ):
         cap = budget.row_cap(max_rows)  # final rows count against the join bound too
         clause = main.get("datasetClause")
@@ -262,9 +269,18 @@ def run_query(
                     plan = _compile(db, conn, key, main)
                 except Unsupported as why:
                     log.debug("SPARQL via rdflib: the compiler does not handle %s", why)
-            if plan is not None:
+            if plan is not None and not plan.beyond_sql_limits:
                 log.debug("SPARQL via one SQL statement")
-                return budget.final(_run_compiled(db, conn, plan, cap), max_rows)
+                try:
+                    return budget.final(_run_compiled(db, conn, plan, cap), max_rows)
+                except Exception as exc:
+                    if not statement_limits.recoverable(db, exc):
+                        raise
+                    # The statement is past one of SQLite's own limits (expression depth, parser
+                    # stack, terms of a compound SELECT, tables in a join): rdflib answers instead,
+                    # and the parts of the query that fit still run as SQL.
+                    log.debug("SPARQL via rdflib: the statement is past a limit of the database: %s", exc)
+                    plan.beyond_sql_limits = True
         store = QuipuView(db, conn, scoped, named)
         subplans.install()
         if compiled:  # parts that compile still run as SQL inside rdflib's evaluation
@@ -278,11 +294,29 @@ def run_query(
         return budget.final(result, max_rows)
 
 
+@contextmanager
+def _refused_when_too_complex() -> Iterator[None]:
+    """A ``RecursionError`` (parser, compiler, rdflib's evaluator) and a statement past the
+    database's own limits become 400 ``query_too_complex`` rather than a 500."""
+    try:
+        yield
+    except RecursionError:
+        raise limits.too_complex() from None
+    except Exception as exc:
+        beyond = statement_limits.exceeded(exc)
+        if beyond is None:
+            raise
+        raise QueryError(
+            f"the query is too complex for the database: {beyond}", reason=limits.REASON
+        ) from exc
+
+
 @dataclass
 class _Plan:
     compiled: Compiled
     prepared: Prepared | None  # the statement compiled to SQL text once
     generation: tuple[int, int] | None  # dictionary generation the plan depends on, if any
+    beyond_sql_limits: bool = False  # the database refused the statement: rdflib answers
 
 
 _PLAN_CACHE_SIZE = 256
@@ -308,12 +342,12 @@ def _cached_plan(db: Database, conn: Connection, key: Any) -> _Plan | None:
 
 def _compile(db: Database, conn: Connection, key: Any, main: CompValue) -> _Plan:
     scoped, named, cap = key[2], key[3], key[4]
-    compiled = compile_query(db, conn, main, scoped, named=named, max_rows=cap)
-    plan = _Plan(
-        compiled,
-        None if compiled.statement is None else db.dialect.compile_statement(compiled.statement),
-        dictionary_generation(conn) if compiled.grows else None,
-    )
+    try:
+        compiled = compile_query(db, conn, main, scoped, named=named, max_rows=cap)
+        prepared = None if compiled.statement is None else db.dialect.compile_statement(compiled.statement)
+    except RecursionError:  # SQLAlchemy recurses per level of the statement
+        raise Unsupported("a statement nested too deeply to build") from None
+    plan = _Plan(compiled, prepared, dictionary_generation(conn) if compiled.grows else None)
     if not compiled.mixed:  # per-row rdflib callbacks are registered per compilation
         with _plans_lock:
             cache = _plans.setdefault(db, OrderedDict())

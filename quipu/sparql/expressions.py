@@ -11,12 +11,28 @@ from typing import Any
 
 from rdflib import Literal, URIRef, Variable
 from rdflib.plugins.sparql.parserutils import CompValue, Expr
-from sqlalchemy import ColumnElement, and_, case, exists, false, func, literal, not_, null, or_, select, true
-from sqlalchemy.types import Text
+from sqlalchemy import (
+    ColumnElement,
+    and_,
+    case,
+    cast,
+    exists,
+    false,
+    func,
+    literal,
+    not_,
+    null,
+    or_,
+    select,
+    true,
+)
+from sqlalchemy.sql.elements import Null
+from sqlalchemy.types import BigInteger, LargeBinary, Text
 
 from quipu.errors import BadLiteral
 from quipu.sparql import callbacks
 from quipu.sparql.relations import (
+    MAX_FUNCTION_ARGS,
     UNBOUND,
     UNKNOWN,
     XSD_STRING_REF,
@@ -25,6 +41,7 @@ from quipu.sparql.relations import (
     Node,
     Rel,
     Unsupported,
+    balanced,
     constant,
     encoding,
     eq,
@@ -99,6 +116,8 @@ def _via_rdflib(ctx: Context, rel: Rel, expr: Any) -> Node:
         x = rel.vars.get(name, UNBOUND)
         args.append(encoding(x) if x.has_v else (func.q_ref(x.id) if x.has_id else null()))
         args.append(iri_text(ctx, x.id) if x.has_id else null())
+    if len(args) + 1 > MAX_FUNCTION_ARGS:
+        raise Unsupported(f"a function of {len(names)} variables")
     key = sqlfunctions.callback_key(callbacks.evaluator(expr, names))
     ctx.mixed = True
     return Node(null(), func.q_call(key, *args), has_id=False)
@@ -113,12 +132,12 @@ def _bool(ctx: Context, rel: Rel, expr: Any) -> ColumnElement[bool]:
 
 def _and(ctx: Context, rel: Rel, e: Any) -> ColumnElement[bool]:
     parts = [_bool(ctx, rel, e.expr)] + [_bool(ctx, rel, o) for o in e.other or []]
-    return and_(*parts) if len(parts) > 1 else parts[0]
+    return balanced(and_, parts)
 
 
 def _or(ctx: Context, rel: Rel, e: Any) -> ColumnElement[bool]:
     parts = [_bool(ctx, rel, e.expr)] + [_bool(ctx, rel, o) for o in e.other or []]
-    return or_(*parts) if len(parts) > 1 else parts[0]
+    return balanced(or_, parts)
 
 
 def _not(ctx: Context, rel: Rel, e: Any) -> ColumnElement[bool]:
@@ -177,11 +196,7 @@ def _relational(ctx: Context, rel: Rel, e: Any) -> ColumnElement[bool] | Node:
         others = list(e.other)
         if not others:
             return false() if op == "IN" else true()
-        hit = (
-            or_(*(_equal(ctx, rel, e.expr, o) for o in others))
-            if len(others) > 1
-            else _equal(ctx, rel, e.expr, others[0])
-        )
+        hit = balanced(or_, [_equal(ctx, rel, e.expr, o) for o in others])
         return hit if op == "IN" else not_(hit)
     if op == "=":
         return _equal(ctx, rel, e.expr, e.other)
@@ -392,20 +407,26 @@ def _if(ctx: Context, rel: Rel, e: Any) -> Node:
     c = _bool(ctx, rel, e.arg1)
     a, b = value_of(ctx, rel, e.arg2), value_of(ctx, rel, e.arg3)
     return Node(
-        case((c, a.id), (not_(c), b.id)) if (a.has_id or b.has_id) else null(),
-        case((c, a.v), (not_(c), b.v)) if (a.has_v or b.has_v) else null(),
+        case((c, _typed(a.id, BigInteger)), (not_(c), b.id)) if (a.has_id or b.has_id) else null(),
+        case((c, _typed(a.v, LargeBinary)), (not_(c), b.v)) if (a.has_v or b.has_v) else null(),
         has_id=a.has_id or b.has_id,
         has_v=a.has_v or b.has_v,
         v_full=(a.v_full or not a.has_id) and (b.v_full or not b.has_id),
     )
 
 
+def _typed(col: Col, type_: type[BigInteger] | type[LargeBinary]) -> Col:
+    """A NULL branch of a CASE, typed: PostgreSQL types a CASE whose branches are all NULL as
+    text, and then has no function of it (``COALESCE(?unbound * 2)``)."""
+    return cast(col, type_) if isinstance(col, Null) else col
+
+
 def _coalesce(ctx: Context, rel: Rel, e: Any) -> Node:
     args = [value_of(ctx, rel, a) for a in _arg_list(e.arg)]
     if not args:
         return Node(null(), null(), has_id=False)
-    whens_id = [(is_bound(a), a.id) for a in args]
-    whens_v = [(is_bound(a), a.v) for a in args]
+    whens_id = [(is_bound(a), _typed(a.id, BigInteger)) for a in args]
+    whens_v = [(is_bound(a), _typed(a.v, LargeBinary)) for a in args]
     return Node(
         case(*whens_id) if any(a.has_id for a in args) else null(),
         case(*whens_v) if any(a.has_v for a in args) else null(),
@@ -496,7 +517,14 @@ def _concat(ctx: Context, rel: Rel, e: Any) -> Node:
     args = [value_of(ctx, rel, a) for a in _arg_list(e.arg)]
     if any(not x.has_v for x in args):
         return Node(null(), null(), has_id=False)
-    return Node(null(), func.q_concat(*(encoding(x) for x in args)), has_id=False)
+    # CONCAT is associative, language tags included (one tag survives only if every part has
+    # it), so a long argument list is concatenated in pieces the database accepts.
+    parts = [encoding(x) for x in args]
+    while len(parts) > MAX_FUNCTION_ARGS:
+        parts = [
+            func.q_concat(*parts[i : i + MAX_FUNCTION_ARGS]) for i in range(0, len(parts), MAX_FUNCTION_ARGS)
+        ]
+    return Node(null(), func.q_concat(*parts), has_id=False)
 
 
 def _timezone(as_duration: int) -> Callable[[Context, Rel, Any], Node]:

@@ -15,7 +15,21 @@ from typing import Any, cast
 
 from rdflib import BNode, Literal, URIRef, Variable
 from rdflib.term import Node as RdfNode
-from sqlalchemy import ColumnElement, Connection, Select, and_, case, func, literal, not_, null, or_
+from sqlalchemy import (
+    ColumnElement,
+    CompoundSelect,
+    Connection,
+    Select,
+    and_,
+    case,
+    func,
+    literal,
+    not_,
+    null,
+    or_,
+    select,
+    union_all,
+)
 from sqlalchemy.sql import FromClause
 from sqlalchemy.sql.elements import Null
 
@@ -50,6 +64,37 @@ class Node:
 
 UNKNOWN: ColumnElement[bool] = cast(ColumnElement[bool], null())  # SQL NULL: a SPARQL error
 UNBOUND = Node(null(), null(), has_id=False, has_v=False)
+
+# Shapes the databases refuse in one statement (quipu.store.statement_limits), so long lists in
+# a query are written as several smaller pieces: SQLite allows 127 arguments to a function and
+# PostgreSQL 100; SQLite parses ``a AND b AND ...`` as a chain whose depth it caps at 1000, and
+# allows 500 SELECTs in one compound.
+MAX_FUNCTION_ARGS = 64
+# Terms of one AND / OR: a shorter chain stays flat, as SQLite's planner reads an OR of
+# equalities on one column as an IN list it can look up.
+_GROUP = 256
+_COMPOUND = 256  # SELECTs of one UNION ALL
+
+
+def balanced(op: Callable[..., ColumnElement[bool]], parts: list[ColumnElement[bool]]) -> ColumnElement[bool]:
+    """``op`` (``and_`` or ``or_``) over ``parts``, in groups of at most ``_GROUP`` when there
+    are more: a chain of thousands stays far from SQLite's depth limit. Both operators are
+    associative in SQL's three-valued logic, so the answer is the same."""
+    while len(parts) > _GROUP:
+        # coalesce(x, NULL) is x: it keeps a group a group, where SQLAlchemy would flatten
+        # parentheses around an operator of the same kind back into one chain.
+        parts = [func.coalesce(op(*parts[i : i + _GROUP]), null()) for i in range(0, len(parts), _GROUP)]
+    return op(*parts) if len(parts) > 1 else parts[0]
+
+
+def union_all_of(selects: list[Select[Any]]) -> Select[Any] | CompoundSelect[Any]:
+    """UNION ALL of ``selects`` (one: itself), nested in pieces of at most ``_COMPOUND``."""
+    while len(selects) > _COMPOUND:
+        pieces = [
+            union_all(*selects[i : i + _COMPOUND]).subquery() for i in range(0, len(selects), _COMPOUND)
+        ]
+        selects = [select(*piece.c) for piece in pieces]
+    return selects[0] if len(selects) == 1 else union_all(*selects)
 
 
 def encoding(x: Node) -> Col:

@@ -1,4 +1,8 @@
-"""Walking rdflib's SPARQL algebra trees."""
+"""Walking rdflib's SPARQL algebra trees.
+
+Both walks keep their own stack rather than recursing: a query of a few thousand sequential
+groups or unions is a tree that deep, and it must not end in a ``RecursionError`` here.
+"""
 
 from __future__ import annotations
 
@@ -9,15 +13,22 @@ from rdflib.paths import Path
 from rdflib.plugins.sparql.parserutils import CompValue
 
 
+def _children(node: Any) -> list[Any]:
+    if isinstance(node, CompValue):
+        return list(node.values())
+    if isinstance(node, list | tuple):
+        return list(node)
+    return []
+
+
 def walk(node: Any) -> Iterator[CompValue]:
     """Every algebra node below ``node`` (itself included), depth first."""
-    if isinstance(node, CompValue):
-        yield node
-        for value in node.values():
-            yield from walk(value)
-    elif isinstance(node, list | tuple):
-        for item in node:
-            yield from walk(item)
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, CompValue):
+            yield current
+        stack.extend(reversed(_children(current)))
 
 
 def has_path(node: Any) -> bool:
@@ -29,11 +40,10 @@ def has_path(node: Any) -> bool:
 
 def leaves(node: Any) -> Iterator[Any]:
     """Every value below ``node`` that is not itself an algebra node or a list (terms, strings)."""
-    if isinstance(node, CompValue):
-        for value in node.values():
-            yield from leaves(value)
-    elif isinstance(node, list | tuple):
-        for item in node:
-            yield from leaves(item)
-    else:
-        yield node
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, CompValue | list | tuple):
+            stack.extend(reversed(_children(current)))
+        else:
+            yield current

@@ -15,15 +15,17 @@ from __future__ import annotations
 
 import base64
 import itertools
+import logging
 import math
 import re
+import struct
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
-from typing import Any
+from typing import Any, Final
 
 from quipu.errors import BadLiteral
 from quipu.store import values
@@ -38,6 +40,7 @@ _INTEGER_TYPES = values._INTEGER_TYPES | {XSD_INTEGER}
 _RANK = {"integer": 0, "decimal": 1, "float": 2, "double": 3}
 
 Num = tuple[str, int | Decimal | float]  # (XSD numeric kind, value)
+log = logging.getLogger(__name__)
 
 
 def _decode(v: bytes | None) -> Decoded | None:
@@ -524,8 +527,11 @@ class _GroupConcat:
         self.parts: list[str] = []
         self.error = False
 
-    def step(self, v: bytes | None, separator: str) -> None:
-        self.separator = separator
+    def step(self, v: bytes | None, separator: str | None) -> None:
+        if separator is None:
+            self.error = True
+        else:
+            self.separator = separator
         if v is None or self.error:
             return
         x = _text_arg(_decode(v))
@@ -707,13 +713,59 @@ def _call(key: int, *args: Any) -> Any:
     return fn(*args)
 
 
+# What a function raises on a value it cannot read (an ill-formed lexical form, a number past
+# what Python converts, a decimal past its 28-digit context, a truncated encoding, a regular
+# expression Python refuses). SQLite would turn it into "user-defined function raised exception"
+# and fail the whole statement (a 500); SPARQL makes it an error in that one expression: NULL.
+BAD_VALUE: Final = (ArithmeticError, LookupError, TypeError, ValueError, struct.error, re.error)
+
+
+def _null_on_bad_value(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    def run(*args: Any) -> Any:
+        try:
+            return fn(*args)
+        except BAD_VALUE as exc:
+            log.debug("%s: %r is a SPARQL error", name, exc)
+            return None
+
+    return run
+
+
+def _error_on_bad_value(name: str, cls: type) -> type:
+    """An aggregate whose step or result fails on a bad value answers NULL for its group."""
+
+    class Guarded(cls):  # type: ignore[misc]
+        failed = False
+
+        def step(self, *args: Any) -> None:
+            if self.failed:
+                return
+            try:
+                super().step(*args)
+            except BAD_VALUE as exc:
+                log.debug("%s: %r is a SPARQL error", name, exc)
+                self.failed = True
+
+        def finalize(self) -> Any:
+            if self.failed:
+                return None
+            try:
+                return super().finalize()
+            except BAD_VALUE as exc:
+                log.debug("%s: %r is a SPARQL error", name, exc)
+                return None
+
+    Guarded.__name__ = cls.__name__
+    return Guarded
+
+
 def register(dbapi_conn: Any) -> None:
     """Install the functions on one sqlite3 connection."""
-    dbapi_conn.create_function("q_call", -1, _call)
+    dbapi_conn.create_function("q_call", -1, _null_on_bad_value("q_call", _call))
     dbapi_conn.create_function(
-        "q_concat", -1, _concat, deterministic=True
+        "q_concat", -1, _null_on_bad_value("q_concat", _concat), deterministic=True
     )  # not deterministic: NOW(), RAND(), BNODE()
     for name, (arity, fn) in SCALARS.items():
-        dbapi_conn.create_function(name, arity, fn, deterministic=True)
+        dbapi_conn.create_function(name, arity, _null_on_bad_value(name, fn), deterministic=True)
     for name, (arity, cls) in AGGREGATES.items():
-        dbapi_conn.create_aggregate(name, arity, cls)
+        dbapi_conn.create_aggregate(name, arity, _error_on_bad_value(name, cls))

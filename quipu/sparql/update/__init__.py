@@ -21,7 +21,8 @@ does not exist): the workflow guard (rule 9).
 
 from __future__ import annotations
 
-from quipu.sparql.update.parse import MAX_NESTING, MAX_OPERATIONS, check_structure, parse_update
+from quipu.sparql.limits import MAX_NESTING, MAX_OPERATIONS
+from quipu.sparql.update.parse import check_structure, parse_update
 from quipu.sparql.update.write import DEFAULT_SOURCE, USING_GRAPH, USING_NAMED_GRAPH, run_update
 
 __all__ = [

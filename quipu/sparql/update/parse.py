@@ -1,7 +1,7 @@
 """An update request's operations: parsed, translated and checked before the store is read.
 
-``check_structure`` refuses a request nested too deeply or too long before any parser sees it;
-``parse_update`` parses (literals kept as written) and translates it, then refuses what needs no
+``check_structure`` refuses a request nested too deeply, too long or with too large expressions
+before any parser sees it (``quipu.sparql.limits``); ``parse_update`` parses (literals kept as written) and translates it, then refuses what needs no
 store to refuse: blank nodes where deletion names data, ``SERVICE``, property paths inside
 ``GRAPH ?g``, variables in ``INSERT DATA`` and ``LOAD`` without ``SILENT``.
 """
@@ -9,7 +9,6 @@ store to refuse: blank nodes where deletion names data, ``SERVICE``, property pa
 from __future__ import annotations
 
 import functools
-import re
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 
@@ -22,6 +21,7 @@ from rdflib.plugins.sparql.parserutils import CompValue
 from rdflib.term import Node
 
 from quipu.errors import QueryError
+from quipu.sparql.limits import bound_slices, guard_expressions, update_problem
 from quipu.sparql.parse_lock import SPARQL_PARSE_LOCK
 from quipu.sparql.tree import has_path, walk
 
@@ -53,6 +53,9 @@ def parse_update(text: str) -> list[CompValue]:
         rdflib.NORMALIZE_LITERALS = False
         try:
             ops = _translate(parseUpdate(text))
+            for op in ops:
+                bound_slices(op)
+                guard_expressions(op)
         except ParseException as exc:
             raise error(str(exc)) from None
         except RecursionError:
@@ -69,43 +72,12 @@ def parse_update(text: str) -> list[CompValue]:
     return ops
 
 
-# The structural pre-check [designed here]: the parser recurses per nesting level and per
-# operation, so a pathological request gets a clear refusal before it reaches the parser.
-MAX_NESTING = 32  # brackets ({, (, [) open at once
-MAX_OPERATIONS = 64  # operations separated by ';'
-_LEXEME = re.compile(
-    r'"""(?:[^"\\]|\\.|"(?!""))*"""'  # long strings
-    r"|'''(?:[^'\\]|\\.|'(?!''))*'''"
-    r'|"(?:[^"\\\n\r]|\\.)*"'  # short strings
-    r"|'(?:[^'\\\n\r]|\\.)*'"
-    r'|<[^<>"{}|^`\\\x00-\x20]*>'  # IRIs (a lone '<' is the less-than operator)
-    r"|#[^\n\r]*"  # comments
-    r"|[{}()\[\];]"
-)
-_OPEN, _CLOSE = frozenset("{(["), frozenset("})]")
-
-
 def check_structure(text: str) -> None:
-    """Refuse an update nested deeper than ``MAX_NESTING`` or longer than ``MAX_OPERATIONS``.
-
-    A lexical scan, run before any parser: brackets and ``;`` inside strings, IRIs and
-    comments do not count.
-    """
-    depth = deepest = 0
-    operations = 1
-    for match in _LEXEME.finditer(text):
-        token = match.group()
-        if token in _OPEN:
-            depth += 1
-            deepest = max(deepest, depth)
-        elif token in _CLOSE:
-            depth = max(depth - 1, 0)
-        elif token == ";" and depth == 0:
-            operations += 1
-    if deepest > MAX_NESTING:
-        raise error(f"nesting too deep: {deepest} levels of brackets (at most {MAX_NESTING})")
-    if operations > MAX_OPERATIONS:
-        raise error(f"too long: {operations} operations (at most {MAX_OPERATIONS}); split the request")
+    """Refuse an update past the limits of ``quipu.sparql.limits`` (nesting, expression size,
+    ``MAX_OPERATIONS``) before any parser sees it; the scan is lexical."""
+    problem = update_problem(text)
+    if problem is not None:
+        raise error(problem)
 
 
 def _too_complex() -> QueryError:

@@ -279,3 +279,29 @@ async def test_the_mcp_tools_return_the_same_values(tmp_path: Path) -> None:
     }
     assert {r["p"].removeprefix(EX): r["o"] for r in rows} == expected
     assert {h["predicate"].removeprefix(EX): h["value"] for h in history} == expected
+
+
+def test_decimals_past_the_database_numeric_range_are_answered(client: TestClient) -> None:
+    """PostgreSQL's numeric holds 131072 integer and 16383 fraction digits; Python's Decimal
+    has no such limit. A decimal past it, or a sum, product or quotient past it, is still
+    answered: on PostgreSQL the value outside the range is unbound, never a 500."""
+    big = "1" + "0" * 70_000  # its square has 140,001 digits
+    long_fraction = "0." + "1" * 20_000
+    tiny = "0." + "0" * 16_000 + "1"
+    knot(
+        client,
+        f'ex:big ex:v "{big}"^^xsd:decimal . ex:frac ex:v "{long_fraction}"^^xsd:decimal . '
+        f'ex:tiny ex:v "{tiny}"^^xsd:decimal .',
+    )
+    got = rows(
+        client,
+        f"SELECT ?sq ?q ?f WHERE {{ <{EX}big> <{EX}v> ?b . <{EX}tiny> <{EX}v> ?t . "
+        f"<{EX}frac> <{EX}v> ?fr BIND(?b * ?b AS ?sq) BIND(?t / ?b AS ?q) BIND(?fr * 9 AS ?f) }}",
+    )
+    assert len(got) == 1
+    # the long fraction times nine is 0.999..., rounded to the 28-digit decimal context: 1.0
+    assert Decimal(got[0]["f"]["value"]) == 1
+    if got[0].get("sq") is not None:  # SQLite computes in Python: the square, rounded
+        assert Decimal(got[0]["sq"]["value"]) == Decimal("1e140000")
+    total = rows(client, f"SELECT (SUM(?v) AS ?s) WHERE {{ ?x <{EX}v> ?v }}")
+    assert len(total) == 1

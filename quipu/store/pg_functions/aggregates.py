@@ -40,9 +40,13 @@ BEGIN
                      CASE WHEN x.k >= 2 THEN x.f ELSE quipu_n2f(x.n, x.sb) END);
     s.n := NULL;
   ELSIF kind = 1 THEN
-    s.n := quipu_dround(s.n + x.n, false);
+    s.n := quipu_dround(quipu_nop('+', s.n, x.n), false);
   ELSE
-    s.n := s.n + x.n;
+    s.n := quipu_nop('+', s.n, x.n);
+  END IF;
+  IF kind <= 1 AND s.n IS NULL THEN  -- past numeric's range
+    s.err := true;
+    RETURN s;
   END IF;
   s.k := kind;
   s.cnt := s.cnt + 1;

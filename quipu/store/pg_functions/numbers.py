@@ -68,6 +68,46 @@ BEGIN
   END IF;
   RETURN CASE WHEN left(lex, 1) = '-' THEN -1 ELSE 1 END * ('0.' || d || 'e' || (a + 1))::numeric;
 END $$""",
+    # A well-formed xsd:decimal lexical form as a numeric. numeric holds 131072 integer digits
+    # and 16383 fraction digits; a longer fraction is rounded (half up) to 16383 digits, and an
+    # integer part past the range is NULL: not a number here, where Python's Decimal is exact.
+    "quipu_decn": r"""
+CREATE OR REPLACE FUNCTION quipu_decn(lex text) RETURNS numeric
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
+DECLARE
+  ip text;
+  fp text;
+  r numeric;
+BEGIN
+  IF length(lex) <= 16000 THEN
+    RETURN lex::numeric;  -- the common case, well inside numeric's range
+  END IF;
+  ip := ltrim(split_part(ltrim(lex, '+-'), '.', 1), '0');
+  fp := rtrim(split_part(lex, '.', 2), '0');
+  IF length(ip) > 131072 THEN
+    RETURN NULL;
+  END IF;
+  r := ('0' || ip || '.' || left(fp, 16383))::numeric;
+  IF substr(fp, 16384, 1) >= '5' THEN
+    r := r + 1e-16383;
+  END IF;
+  RETURN CASE WHEN left(lex, 1) = '-' THEN -r ELSE r END;
+END $$""",
+    # a + b, a - b or a * b exactly, or NULL where the result is past numeric's range (10^131072),
+    # which only operands past 10^60000 can reach: only they pay for the exception block.
+    "quipu_nop": r"""
+CREATE OR REPLACE FUNCTION quipu_nop(op text, a numeric, b numeric) RETURNS numeric
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
+BEGIN
+  IF abs(a) < 1e60000 AND abs(b) < 1e60000 THEN
+    RETURN CASE op WHEN '+' THEN a + b WHEN '-' THEN a - b ELSE a * b END;
+  END IF;
+  BEGIN
+    RETURN CASE op WHEN '+' THEN a + b WHEN '-' THEN a - b ELSE a * b END;
+  EXCEPTION WHEN numeric_value_out_of_range THEN
+    RETURN NULL;
+  END;
+END $$""",
     # A well-formed xsd:double lexical form as Python's float().
     "quipu_lexf": r"""
 CREATE OR REPLACE FUNCTION quipu_lexf(lex text) RETURNS double precision
@@ -209,15 +249,33 @@ END $$""",
 CREATE OR REPLACE FUNCTION quipu_ddiv(a numeric, b numeric) RETURNS numeric
 LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
 DECLARE
+  ea integer;
+  eb integer;
   s integer;
-  n numeric;
-  q numeric;
-  r numeric;
 BEGIN
   IF a = 0 THEN
     RETURN 0;
   END IF;
-  s := 30 - quipu_exp10(abs(a)) + quipu_exp10(abs(b));
+  ea := quipu_exp10(abs(a));
+  eb := quipu_exp10(abs(b));
+  s := 30 - ea + eb;
+  IF greatest(abs(ea), abs(eb)) > 16000 THEN  -- the quotient may be past numeric's range: NULL then
+    BEGIN
+      RETURN quipu_ddiv_at(a, b, s);
+    EXCEPTION WHEN numeric_value_out_of_range THEN
+      RETURN NULL;
+    END;
+  END IF;
+  RETURN quipu_ddiv_at(a, b, s);
+END $$""",
+    "quipu_ddiv_at": r"""
+CREATE OR REPLACE FUNCTION quipu_ddiv_at(a numeric, b numeric, s integer) RETURNS numeric
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
+DECLARE
+  n numeric;
+  q numeric;
+  r numeric;
+BEGIN
   n := abs(a) * quipu_pow10(s);
   q := div(n, abs(b));
   r := n - q * abs(b);
@@ -273,9 +331,11 @@ BEGIN
       END IF;
     ELSIF hdr = '@XSD@decimal' THEN
       IF lex ~ '@DECIMAL_RE@' THEN
-        k := 1;
-        n := lex::numeric;
-        sb := left(lex, 1) = '-';
+        n := quipu_decn(lex);
+        IF n IS NOT NULL THEN
+          k := 1;
+          sb := left(lex, 1) = '-';
+        END IF;
       END IF;
     ELSIF hdr IN ('@XSD@float', '@XSD@double') THEN
       IF lex ~ '@DOUBLE_RE@' THEN

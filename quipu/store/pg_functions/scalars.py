@@ -264,19 +264,22 @@ BEGIN
     RETURN quipu_enc(pr.k, NULL, quipu_fop(op, pr.p, pr.q), NULL);
   END IF;
   IF op = '+' THEN
-    r := x.n + y.n;
+    r := quipu_nop('+', x.n, y.n);
     zneg := x.sb AND y.sb;
   ELSIF op = '-' THEN
-    r := x.n - y.n;
+    r := quipu_nop('-', x.n, y.n);
     zneg := x.sb AND NOT y.sb;
   ELSIF op = '*' THEN
-    r := x.n * y.n;
+    r := quipu_nop('*', x.n, y.n);
     zneg := x.sb <> y.sb;
   ELSE
     IF y.n = 0 THEN
       RETURN NULL;
     END IF;
     RETURN quipu_enc(1, quipu_ddiv(x.n, y.n), NULL, x.sb <> y.sb);
+  END IF;
+  IF r IS NULL THEN  -- past numeric's range
+    RETURN NULL;
   END IF;
   IF pr.k = 0 THEN
     RETURN quipu_enc(0, r, NULL, NULL);

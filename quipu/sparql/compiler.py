@@ -17,7 +17,7 @@ check that the paths agree.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -711,9 +711,11 @@ def compile_query(
     *,
     named: frozenset[int] | None = None,
     max_rows: int | None = None,
+    pinned: Mapping[str, int] | None = None,
 ) -> Compiled:
-    """Compile ``main`` (the query algebra) or raise ``Unsupported``."""
-    return _runnable(db, _compile_query(db, conn, main, view, named=named, max_rows=max_rows))
+    """Compile ``main`` (the query algebra) or raise ``Unsupported``. ``pinned`` gives ids for
+    IRIs the store is not asked about (a query template's placeholders, quipu.sparql.templates)."""
+    return _runnable(db, _compile_query(db, conn, main, view, named=named, max_rows=max_rows, pinned=pinned))
 
 
 def _runnable(db: Database, compiled: Compiled) -> Compiled:
@@ -744,8 +746,11 @@ def _compile_query(
     *,
     named: frozenset[int] | None,
     max_rows: int | None,
+    pinned: Mapping[str, int] | None = None,
 ) -> Compiled:
     ctx = Context(db, conn, view, named)
+    if pinned:
+        ctx.ids.update(pinned)
     ctx.pattern = _pattern
     if main.name == "AskQuery":
         rel = _solutions(ctx, main.p)

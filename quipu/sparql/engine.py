@@ -28,7 +28,7 @@ from rdflib.term import Node
 from sqlalchemy import Connection
 
 from quipu.errors import InvalidField, QueryError
-from quipu.sparql import limits, subplans
+from quipu.sparql import limits, subplans, templates
 from quipu.sparql.cells import BNODE, LITERAL, URI, Cell, from_node, iri_cell, literal_cell, to_node
 from quipu.sparql.compiler import Compiled, Unsupported, compile_query
 from quipu.sparql.cost import is_point_lookup
@@ -103,7 +103,8 @@ def point_query(text: str) -> bool:
     """
     found = _points.get(text)
     if found is None:
-        found = is_point_lookup(prepare(text).algebra)
+        template = templates.split(text)  # the same shape, so the same answer
+        found = is_point_lookup(prepare(text if template is None else template.text).algebra)
         if len(text) <= _SHORT:
             if len(_points) >= _REMEMBERED:
                 _points.clear()
@@ -246,7 +247,12 @@ def run_query(
         raise QueryError("missing 'query' parameter", reason="missing_field")
     if inference is not None and inference not in INFERENCE_MODES:
         raise InvalidField(f"unknown inference mode {inference!r} (known: rdfs)", field="inference")
-    query = _with_rdfs(text, base) if inference == "rdfs" else prepare(text, base)
+    # A query that differs from an earlier one only in its IRIs reuses that one's parse and plan.
+    template = templates.split(text) if compiled and inference is None else None
+    if template is not None:
+        query = prepare(template.text, base)
+    else:
+        query = _with_rdfs(text, base) if inference == "rdfs" else prepare(text, base)
     main = query.algebra
     view = TemporalView.at(as_of_tx=as_of_tx, valid_at=valid_at)
     with (
@@ -261,6 +267,12 @@ def run_query(
             clause += [{"named": iri} for iri in named_graphs or ()]
         default, named = _dataset_scope(db, conn, clause, graph)
         scoped = view.with_graphs(default)
+        if template is not None:
+            answer = _run_template(db, conn, template, (base, scoped, named, cap), main)
+            if answer is not None:
+                return budget.final(answer, max_rows)
+            query = prepare(text, base)  # the ordinary path, for this text
+            main = query.algebra
         if compiled:
             key = (text, base, scoped, named, cap, inference)
             plan = _cached_plan(db, conn, key)
@@ -357,11 +369,64 @@ def _compile(db: Database, conn: Connection, key: Any, main: CompValue) -> _Plan
     return plan
 
 
-def _run_compiled(db: Database, conn: Connection, compiled_plan: _Plan, max_rows: int | None) -> QueryResult:
+_templates: WeakKeyDictionary[Database, templates.Cache] = WeakKeyDictionary()
+
+
+def _run_template(
+    db: Database, conn: Connection, template: templates.Template, scope: tuple[Any, ...], main: CompValue
+) -> QueryResult | None:
+    """The answer through the template's checked plan; None when the ordinary path must answer
+    (the template was refused, or the query names an IRI the store has never seen)."""
+    ids = db.terms.lookup(conn, template.iris)
+    if len(ids) < len(template.iris):
+        return None
+    with _plans_lock:
+        cache = _templates.setdefault(db, templates.Cache(_PLAN_CACHE_SIZE))
+    key = (template.parts, template.slots, *scope)
+    known, checked = cache.get(key)
+    if not known:
+        checked = _check_template(db, conn, template, scope, main)
+        cache.put(key, checked)
+    if checked is None:
+        return None
+    slot_ids = {k: ids[iri] for k, iri in enumerate(template.iris)}
+    try:
+        return _run_compiled(db, conn, checked.plan, scope[3], checked.parameters(slot_ids))
+    except Exception as exc:
+        if not statement_limits.recoverable(db, exc):
+            raise
+        cache.put(key, None)  # past a limit of the database: the ordinary path handles it
+        return None
+
+
+def _check_template(
+    db: Database, conn: Connection, template: templates.Template, scope: tuple[Any, ...], main: CompValue
+) -> templates.Checked | None:
+    base, scoped, named, cap = scope
+
+    def compile_with(text: str, pinned: Mapping[str, int]) -> tuple[Any, Any, Mapping[str, Any], Any]:
+        algebra = main if text == template.text else _parse(text, base).algebra
+        compiled = compile_query(db, conn, algebra, scoped, named=named, max_rows=cap, pinned=pinned)
+        if compiled.statement is None or compiled.mixed or compiled.grows:
+            raise Unsupported("a plan that is not a pure function of the template's ids")
+        prepared = db.dialect.compile_statement(compiled.statement)
+        rest = (compiled.form, compiled.variables, compiled.const_iris, compiled.template, prepared.names)
+        return _Plan(compiled, prepared, None), prepared.sql, prepared.defaults, rest
+
+    return templates.check(template, compile_with)
+
+
+def _run_compiled(
+    db: Database,
+    conn: Connection,
+    compiled_plan: _Plan,
+    max_rows: int | None,
+    parameters: dict[str, Any] | None = None,
+) -> QueryResult:
     plan = compiled_plan.compiled
     how = "mixed" if plan.mixed else "sql"
     prepared = compiled_plan.prepared
-    rows: list[Any] = [] if prepared is None else prepared.run(conn).fetchall()
+    rows: list[Any] = [] if prepared is None else prepared.run(conn, parameters).fetchall()
     if plan.form == "ASK":
         return QueryResult("ASK", boolean=bool(rows and rows[0][0]), plan=how)
     if plan.form == "SELECT":

@@ -30,6 +30,7 @@ from rdflib import URIRef
 from rdflib.plugins.sparql.parserutils import CompValue
 from sqlalchemy import Connection, bindparam, select
 
+from quipu.sparql import templates
 from quipu.sparql.engine import prepare
 from quipu.sparql.tree import walk
 from quipu.store import values
@@ -46,7 +47,8 @@ SUBCLASS_OF: Final = "http://www.w3.org/2000/01/rdf-schema#subClassOf"
 def type_constants(text: str, base: str | None = None) -> tuple[str, ...]:
     """Sorted constant classes of the query's ``rdf:type`` patterns; () when there are none or
     the query scopes itself with ``FROM`` / ``FROM NAMED`` / ``GRAPH``."""
-    algebra = prepare(text, base).algebra
+    template = templates.split(text)  # its parse is usually cached already (engine.run_query)
+    algebra = prepare(text if template is None else template.text, base).algebra
     if dict.get(algebra, "datasetClause"):  # CompValue.get answers a missing key with its name
         return ()
     found: set[str] = set()
@@ -54,6 +56,8 @@ def type_constants(text: str, base: str | None = None) -> tuple[str, ...]:
         if part.name == "Graph":
             return ()
         for _, p, o in _triples(part):
+            if template is not None:
+                p, o = template.original(p), template.original(o)
             if p == RDF_TYPE and isinstance(o, URIRef):
                 found.add(str(o))
     return tuple(sorted(found))

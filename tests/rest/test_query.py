@@ -270,6 +270,17 @@ def test_rule7_inference_lists_transitive_subclasses(client: TestClient) -> None
     assert "inference" not in explicit  # a path is not an rdf:type pattern
 
 
+@pytest.mark.parametrize("a", ["a", "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>"])
+def test_rule7_inference_names_classes_written_as_full_iris(client: TestClient, a: str) -> None:
+    # Full IRIs are taken out of the text before parsing (quipu.sparql.templates): the marker
+    # must still name the query's own class, for each class in turn.
+    for cls, subs in (("Mammal", ["Cat", "Dog", "Puppy"]), ("Dog", ["Puppy"])):
+        body = _select(client, f"SELECT ?s WHERE {{ ?s {a} <{EX}{cls}> }}")
+        assert body["inference"]["withheldTypes"] == [
+            {"type": EX + cls, "subclasses": [EX + s for s in subs]}
+        ]
+
+
 def test_rule7_inference_covers_every_constant_class_and_ask(client: TestClient) -> None:
     body = _ok(client.post("/query", json={"query": P + "ASK { ?x a :Dog . ?y a :Puppy . ?z a :Animal }"}))
     types = [entry["type"] for entry in body["inference"]["withheldTypes"]]

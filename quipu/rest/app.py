@@ -83,6 +83,7 @@ def create_app(settings: Settings, extensions: Sequence[Extension] = ()) -> Fast
             try:
                 app.state.logic.close()  # the logic runtime, if a /logic call opened it
             finally:
+                lanes.close()
                 kb.close()
 
     open_reads = settings.server.read_auth == "open"

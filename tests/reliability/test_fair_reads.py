@@ -40,7 +40,7 @@ import quipu
 from quipu.config import load_settings
 from quipu.errors import ConfigError, ServerBusy
 from quipu.rest import route_table
-from quipu.rest.lanes import Lanes
+from quipu.rest.lanes import HEAVY_NICE, Lanes
 from quipu.rest.route_table import HEAVY, POINT
 from tests.backends import on_postgres, store_location
 
@@ -207,6 +207,7 @@ class Busy:
     points: dict[str, Answer] = field(default_factory=dict)  # sent after the lane was seen full
     mcp_heavy: Answer | None = None
     mcp_point: Answer | None = None
+    nices: list[int] = field(default_factory=list)  # the server's threads' nice values then
 
 
 @pytest.fixture(scope="module")
@@ -229,6 +230,7 @@ def busy(servers: dict[str, Server]) -> Busy:
     for thread in threads:
         thread.start()
     assert refused.wait(WAIT_S), "no heavy query was answered"
+    out.nices = _thread_nices(servers["lanes"].proc.pid)
     with httpx.Client(base_url=url, timeout=WAIT_S) as client:
         out.points["ask"] = _answer(client.post("/query", json={"query": POINT_ASK}))
         out.points["select"] = _answer(client.get("/query", params={"query": POINT_SELECT}))
@@ -242,6 +244,25 @@ def busy(servers: dict[str, Server]) -> Busy:
         thread.join(WAIT_S)
     assert not any(t.is_alive() for t in threads), "a heavy query never answered"
     return out
+
+
+def _thread_nices(pid: int) -> list[int]:
+    """The nice value of each thread of process ``pid`` (empty where /proc is absent)."""
+    out = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            out.append(int((task / "stat").read_text().rsplit(")", 1)[1].split()[16]))
+        except (OSError, IndexError, ValueError):
+            continue  # the thread ended meanwhile
+    return out
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="per-thread priorities are Linux's")
+def test_heavy_queries_run_on_threads_of_lower_priority(busy: Busy) -> None:
+    # Both admitted cross products were running: each on a heavy-pool thread at nice 10, and
+    # nothing else was lowered (the event loop and the point lookups' threads keep the cores).
+    assert sorted(busy.nices).count(HEAVY_NICE) == SLOTS, busy.nices
+    assert set(busy.nices) == {0, HEAVY_NICE}, busy.nices
 
 
 def test_a_query_over_the_lanes_limit_gets_503_with_retry_after(busy: Busy) -> None:

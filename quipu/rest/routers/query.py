@@ -333,6 +333,8 @@ async def _run(lanes: Lanes, kb: KnowledgeBase, call: _Call, accept: str | None)
         point = await run_in_threadpool(point_query, call.body.query)
     lane: Lane = POINT if point else HEAVY
     async with lanes.slot(lane):
+        if lane == HEAVY:
+            return await lanes.run_heavy(_answer, kb, call, accept)
         return await run_in_threadpool(_answer, kb, call, accept)
 
 

@@ -71,8 +71,8 @@ RANK: Final = {part: rank for rank, (_layer, parts) in enumerate(LAYERS) for par
 LAYER_OF: Final = {part: layer for layer, parts in LAYERS for part in parts}
 DOMAIN: Final = LAYERS[3][1]
 MCP_MAY_IMPORT: Final = frozenset({"mcp", "rest"}) | LAYERS[0][1]
-# The zpm stdio server answers every call through POST /logic, but reads the logic memory's own
-# tool registry (names, schemas, CLI spellings) and runs its runtime in process.
+# The zpm stdio server is the logic memory's own MCP server: it reads the logic tool registry
+# (names, schemas, CLI spellings) and calls the logic service that POST /logic calls, in process.
 EXCEPTIONS: Final = frozenset({("mcp.zpm_stdio", "logic")})
 WEB_FRAMEWORKS: Final = frozenset({"fastapi", "starlette"})
 FACT_TABLES: Final = frozenset(

@@ -1,18 +1,21 @@
 """``zpm serve``: the logic memory's MCP server on stdio (spec logic-memory.md §2).
 
-Every tool call goes, in process, into ``POST /logic/<tool>`` of the REST app built by
-``quipu.rest.app.create_app`` with ``logic.project`` set to the discovered project, so the REST
-routes and this server are one system (the ``zpm`` tool commands call the service those routes
-call, quipu/cli/zpm.py). The route answers every tool result as the ``tools/call`` result
-object (``content`` + ``isError``), which is passed on unchanged; a problem+json answer (engine
-unavailable, project gone) becomes the tool result ``ExecutionFailed`` and the problem itself
-goes to stderr (R-T9), except that the two tools whose contract names the missing engine answer
-``Prolog engine is not initialized`` (``LogicTool.engine_unavailable_text``).
+Every tool call goes, in process, to the project's ``LogicService``: the service that
+``POST /logic/<tool>`` calls (quipu/rest/routers/logic.py) and the ``zpm`` tool commands call
+(quipu/cli/zpm.py), so the three are one system with one set of answers. Its ``tools/call``
+result object (``content`` + ``isError``) is passed on unchanged. What stops a call from reaching
+a tool (no engine, the project gone, an argument UTF-8 cannot carry) becomes the tool result
+``ExecutionFailed`` with the reason on stderr (R-T9), except that the two tools whose contract
+names the missing engine answer ``Prolog engine is not initialized``
+(``LogicTool.engine_unavailable_text``), exactly as the route's problem answers did.
 
-The hop costs no thread hand-off **[designed here]**: the call is a direct ASGI request
-(quipu/mcp/asgi_call.py, no HTTP client), the app runs the tools inline on the loop's thread
-(``serve_inline``) and stdin is read there too. With one message at a time (R-T3) nothing else
-waits on the loop, so blocking it holds up no work.
+Why not through the REST route, as until issue 16 **[designed here]**: importing the REST stack
+takes two seconds, on the path of the first answer, and brings nothing a local process with the
+CLI's authority uses (no token, no read-only mode, an in-memory quad store). ``initialize`` and
+``tools/list`` are answered from ``tools.json`` (quipu.logic.registry) alone; the runtime
+(engine, snapshot, journal) opens on a background thread from the moment the server starts, and
+the first tool call waits for it. The tools run inline on the loop's thread, and stdin is read
+there too: with one message at a time (R-T3) nothing else waits on the loop.
 
 The JSON-RPC loop is our own, not the ``mcp`` SDK's stdio server **[designed here]**: the
 contract needs what that server does not do — strictly one message after another with the
@@ -32,8 +35,8 @@ import json
 import logging
 import os
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import asynccontextmanager
+import threading
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, BinaryIO, Final
 
 from quipu.logic.registry import (
@@ -47,10 +50,8 @@ from quipu.logic.registry import (
 )
 
 if TYPE_CHECKING:
-    from starlette.types import ASGIApp
-
-    from quipu.config import Settings
     from quipu.logic.project import Project
+    from quipu.logic.service import LogicHost
 
 log = logging.getLogger("quipu.logic.mcp")
 
@@ -74,84 +75,89 @@ def failure(text: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}], "isError": True}
 
 
-def _well_formed(body: Any) -> bool:
-    """A ``tools/call`` result object: exactly one text content item and a boolean ``isError``."""
-    if not isinstance(body, dict) or not isinstance(body.get("isError"), bool):
-        return False
-    content = body.get("content")
-    return (
-        isinstance(content, list)
-        and len(content) == 1
-        and isinstance(content[0], dict)
-        and content[0].get("type") == "text"
-        and isinstance(content[0].get("text"), str)
-    )
+def _encodable(value: Any) -> bool:
+    """Whether every string in the arguments can be written as UTF-8 (JSON allows a lone
+    surrogate escape such as ``\\ud800``; no journal, engine or answer can carry one)."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+        return True
+    if isinstance(value, dict):
+        return all(_encodable(k) and _encodable(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_encodable(v) for v in value)
+    return True
 
 
-def route_result(tool: LogicTool, status: int, body: Any) -> dict[str, Any]:
-    """The ``tools/call`` result for the route's answer (see the module docstring)."""
-    if status == 200 and _well_formed(body):
-        return dict(body)
-    detail = body.get("error") if isinstance(body, dict) else None
-    log.error("zpm: %s: the logic route answered %s: %s", tool.name, status, detail or body)
-    if isinstance(body, dict) and body.get("reason") == "engine_unavailable":
-        return failure(tool.engine_unavailable_text)
-    return failure(EXECUTION_FAILED)
+class ServiceClient:
+    """Tool calls into the project's ``LogicService``, the service ``POST /logic/<tool>`` calls
+    too (quipu/rest/routers/logic.py): the same tools, answers and journal, without the REST
+    stack, which costs two seconds of imports and is not needed for a local process with the
+    CLI's authority (issue 16).
 
+    The runtime (engine, snapshot, journal replay) opens on a background thread as the server
+    starts (``start``), while the client initializes; the first call waits for it (the host's
+    lock). A failure there is not reported until a call needs the runtime, which then tries
+    again and answers as the REST route would: the engine's own text where the tool names a
+    missing engine, else ``ExecutionFailed``, with the reason on stderr (R-T9)."""
 
-def logic_settings(project: Project) -> Settings:
-    """The settings of the in-process REST app for one project **[designed here]**: quipu's
-    defaults, not its config files or ``QUIPU_*`` variables. ``zpm`` is a local process with the
-    local authority of the CLI, like zpm itself: a quad-store token, read-only mode or a broken
-    ``quipu.toml`` meant for ``quipu-server`` must not refuse its writes or stop it. The app's
-    quad store is an in-memory one: nothing may appear in the project folder but ``.zpm/``."""
-    from quipu.config import LogicSettings, Settings, StoreSettings
+    def __init__(self, project: Project) -> None:
+        self._root = project.root
+        self._host: LogicHost | None = None
+        self._opening: threading.Thread | None = None
 
-    return Settings.model_construct(
-        store=StoreSettings(db=":memory:"), logic=LogicSettings(project=str(project.root))
-    )
+    def _new_host(self) -> LogicHost:
+        from quipu.logic.service import LogicHost  # the engine's modules: 0.13 s
 
+        return LogicHost(self._root)
 
-class LogicClient:
-    """Tool calls into ``POST /logic/<tool>`` of a running REST app, as in-process ASGI requests
-    (quipu/mcp/asgi_call.py): the app's middleware, route, auth dependency and error handlers
-    judge each call, with no HTTP client in between."""
+    def start(self) -> None:
+        """Import the service and open the runtime on a daemon thread (see the class docstring)."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self._app = app
+        def open_runtime() -> None:
+            try:
+                self._host = self._new_host()
+                self._host.service()
+            except Exception:  # the first call tries again and reports why it cannot
+                log.debug("zpm: opening the logic runtime in the background failed", exc_info=True)
 
-    @classmethod
-    @asynccontextmanager
-    async def running(cls, settings: Settings) -> AsyncIterator[LogicClient]:
-        """Build the REST app, run its lifespan (an in-process call runs none) and yield a client.
+        self._opening = threading.Thread(target=open_runtime, name="zpm-open", daemon=True)
+        self._opening.start()
 
-        The app runs its tools inline (``serve_inline``): this server handles one message at a
-        time (R-T3), so nothing waits on the loop while a tool runs."""
-        from quipu.rest.app import create_app
-        from quipu.rest.routers.logic import serve_inline
+    def _ready(self) -> LogicHost:
+        if self._opening is not None:  # joined first: no two threads ever import at once
+            self._opening.join()
+            self._opening = None
+        if self._host is None:
+            self._host = self._new_host()
+        return self._host
 
-        app = create_app(settings)
-        serve_inline(app)
-        async with app.router.lifespan_context(app):
-            yield cls(app)
+    def close(self) -> None:
+        if self._opening is not None:
+            self._opening.join()  # a runtime still opening is let finish, then closed
+        if self._host is not None:
+            self._host.close()
 
     async def call(self, tool: LogicTool, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        from quipu.mcp.asgi_call import asgi_request
+        from quipu.errors import QuipuError
+        from quipu.logic.errors import EngineUnavailable
 
+        if not _encodable(arguments):
+            log.error("zpm: %s: an argument holds a lone surrogate, which UTF-8 cannot carry", tool.name)
+            return failure(EXECUTION_FAILED)
         try:
-            body = json.dumps(dict(arguments), separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-            response = await asgi_request(self._app, tool.rest_method, tool.rest_path, body, _HEADERS)
-            try:
-                answer: Any = response.json()
-            except ValueError:
-                answer = response.body.decode("utf-8", "replace")
-            return route_result(tool, response.status, answer)
+            return self._ready().service().call(tool.name, dict(arguments)).as_mcp()
+        except EngineUnavailable as exc:
+            log.error("zpm: %s: %s", tool.name, exc.message)
+            return failure(tool.engine_unavailable_text)
+        except QuipuError as exc:
+            log.error("zpm: %s: %s", tool.name, exc.message)
+            return failure(EXECUTION_FAILED)
         except Exception:
             log.exception("zpm: %s: the tool call could not be completed", tool.name)
             return failure(EXECUTION_FAILED)
-
-
-_HEADERS: Final = (("content-type", "application/json"), ("accept", "application/json"))
 
 
 def _response(request_id: Any, result: Any) -> dict[str, Any]:
@@ -262,7 +268,9 @@ async def serve_stdio(
 
     reader = stdin if stdin is not None else sys.stdin.buffer
     writer = stdout if stdout is not None else claim_stdout()
-    async with LogicClient.running(logic_settings(project)) as client:
+    client = ServiceClient(project)
+    client.start()
+    try:
         session = McpSession(client.call)
         while True:
             # A blocking read on the loop's own thread [designed here]: between two messages
@@ -278,3 +286,5 @@ async def serve_stdio(
             if reply is not None:
                 writer.write(encode(reply))
                 writer.flush()
+    finally:
+        client.close()

@@ -1,6 +1,6 @@
-"""zpm serve's in-process hop: tool calls reach ``POST /logic/<tool>`` as direct ASGI requests
-(quipu/mcp/asgi_call.py) and, in an app set up with ``serve_inline``, run on the loop's thread,
-while the REST app's middleware, auth guard and error model still judge every call."""
+"""In-process hops to the logic tools: ``POST /logic/<tool>`` as direct ASGI requests
+(quipu/mcp/asgi_call.py), run on the loop's thread in an app set up with ``serve_inline``, and
+zpm serve's client, which calls the same logic service without the REST stack."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from quipu.logic import project
 from quipu.logic.knowledge import ToolResult
 from quipu.logic.registry import find_tool
 from quipu.mcp.asgi_call import AsgiResponse, asgi_request, http_scope
-from quipu.mcp.zpm_stdio import LogicClient, logic_settings
+from quipu.mcp.zpm_stdio import ServiceClient
 from quipu.rest.app import create_app
 from quipu.rest.routers.logic import serve_inline
 from tests.logic.runtime_support import require_swipl
@@ -145,24 +145,44 @@ def test_an_app_that_never_answers_is_an_error() -> None:
         anyio.run(asgi_request, app, "GET", "/x")
 
 
-def test_the_zpm_client_round_trips_through_the_logic_routes(tmp_path: Path) -> None:
+def test_the_zpm_client_round_trips_through_the_logic_service(tmp_path: Path) -> None:
     require_swipl()
     folder = tmp_path / "proj"
     folder.mkdir()
     project.init(folder)
+    client = ServiceClient(project.Project(folder))
+    client.start()  # the runtime opens in the background; the first call waits for it
 
     async def run() -> list[dict[str, Any]]:
-        async with LogicClient.running(logic_settings(project.Project(folder))) as client:
-            remember, query = find_tool("remember_fact"), find_tool("query_logic")
-            assert remember is not None and query is not None
-            return [
-                await client.call(remember, {"fact": "human(socrates)"}),
-                await client.call(query, {"goal": "human(X)"}),
-                await client.call(query, {"goal": "human(X"}),
-            ]
+        remember, query = find_tool("remember_fact"), find_tool("query_logic")
+        assert remember is not None and query is not None
+        return [
+            await client.call(remember, {"fact": "human(socrates)"}),
+            await client.call(query, {"goal": "human(X)"}),
+            await client.call(query, {"goal": "human(X"}),
+            await client.call(query, {"goal": "human(\ud800)"}),
+        ]
 
-    wrote, read, failed = anyio.run(run)
+    try:
+        wrote, read, failed, surrogate = anyio.run(run)
+    finally:
+        client.close()
     assert wrote == {"content": [{"type": "text", "text": "Asserted: human(socrates)"}], "isError": False}
     assert json.loads(read["content"][0]["text"]) == [{"X": "socrates"}]
     assert failed == {"content": [{"type": "text", "text": "Query execution failed"}], "isError": True}
+    # JSON can carry a lone surrogate; UTF-8 cannot: refused before any tool sees it
+    assert surrogate == {"content": [{"type": "text", "text": "ExecutionFailed"}], "isError": True}
     assert "human(socrates)" in (folder / ".zpm" / "data" / "journal.wal").read_text(encoding="utf-8")
+
+
+def test_the_zpm_client_answers_a_missing_project_as_the_route_did(tmp_path: Path) -> None:
+    # No project folder at all: every call fails, each saying why on stderr, none raising.
+    client = ServiceClient(project.Project(tmp_path / "gone"))
+    client.start()
+    query = find_tool("query_logic")
+    assert query is not None
+    try:
+        first = anyio.run(client.call, query, {"goal": "true"})
+    finally:
+        client.close()
+    assert first == {"content": [{"type": "text", "text": "ExecutionFailed"}], "isError": True}

@@ -20,6 +20,9 @@ Each measurement runs in a fresh temporary project (``zpm init``'s layout, quipu
    ``Popen`` until its first answered ``tools/call`` (interpreter start, imports, ``initialize``,
    then the lazily opened runtime and one query). The query asks for the last snapshot fact and
    the last journal fact together, so a partial load fails the run.
+3. **Start-up** (bench/startup.py): ``--startup-runs`` spawns each of ``zpm serve`` and ``quipu
+   mcp``, timed to the ``initialize`` answer, the ``tools/list`` answer and a first tool call,
+   beside the interpreter's own start as the floor.
 
 Latencies are per call: median and nearest-rank p99, in ms; calls/s is calls over the loop's wall
 time. Targets are informational (PASS/MISS never changes the exit status). The run exits 1 when an
@@ -43,6 +46,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Final
 
+from bench import startup
 from bench.ingest import TxResult, environment, progress, table, verdict
 from bench.rest import finish, fmt_ms, timed, warm
 
@@ -450,9 +454,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--journal", type=int, default=10_000, help="journal entries for restart (10000)")
     parser.add_argument("--restarts", type=int, default=3, help="timed restarts per path (default 3)")
     parser.add_argument("--warmup", type=int, default=50, help="unmeasured calls before each loop (50)")
+    parser.add_argument(
+        "--startup-runs", type=int, default=10, help="spawns per server for the start-up table (default 10)"
+    )
     args = parser.parse_args(argv)
-    if min(args.calls, args.queries, args.chain, args.facts, args.journal, args.restarts) < 1:
-        parser.error("--calls, --queries, --chain, --facts, --journal and --restarts must be positive")
+    if (
+        min(args.calls, args.queries, args.chain, args.facts, args.journal, args.restarts, args.startup_runs)
+        < 1
+    ):
+        parser.error(
+            "--calls, --queries, --chain, --facts, --journal, --restarts and --startup-runs must be positive"
+        )
     if args.warmup < 0:
         parser.error("--warmup must not be negative")
     return args
@@ -476,6 +488,9 @@ def main(argv: list[str] | None = None) -> int:
                 progress(f"restart: {args.restarts} × LogicRuntime.open, {args.restarts} × zpm serve")
                 opened = restart_in_process(root, args, checks)
                 served = restart_stdio(root, args, checks, log)
+                startup_dir = base / "startup"
+                startup_dir.mkdir()
+                floors, zpm_start, mcp_start = startup.measure(args.startup_runs, startup_dir)
             except Exception as exc:  # a dead server or engine: report it as a failure, not a trace
                 log.flush()
                 tail = log_path.read_text("utf-8", "replace")[-2000:]
@@ -506,7 +521,7 @@ def main(argv: list[str] | None = None) -> int:
                     else []
                 ),
                 latency_row("echo", "in process, LogicService.call (no engine)", local.echo, None),
-                latency_row("echo", "stdio, zpm serve → POST /logic/echo", stdio.echo, local.echo),
+                latency_row("echo", "stdio, zpm serve → LogicService.call", stdio.echo, local.echo),
                 latency_row("remember_fact", "in process, LogicService.call", local.remember, None),
                 latency_row("remember_fact", "stdio, zpm serve", stdio.remember, local.remember),
                 latency_row("query_logic", "in process, LogicService.call", local.query, None),
@@ -540,6 +555,10 @@ def main(argv: list[str] | None = None) -> int:
             ],
             [False, True, True, True, False, True],
         ),
+        "",
+        "## Start-up (bench/startup.py, issue 16)",
+        "",
+        *startup.report(floors, [zpm_start, mcp_start])[0],
         "",
         "## Targets (informational)",
         "",

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Final
 
 from quipu.logic.clause_split import SYMBOL_CHARS, SourceClause, split_clauses
 from quipu.logic.durable import replace_file
@@ -97,10 +98,21 @@ def _escape(ch: str) -> str:
 _ESCAPES = {"\\": "\\\\", "'": "\\'", "\n": "\\n", "\t": "\\t"}
 
 
+# The engine's prefix operators with alphanumeric names (SWI-Prolog's declarations). A user may
+# name a predicate so (volatile/1, table/1); unquoted, ``table/1`` would not read back.
+DECLARATION_OPERATORS: Final = frozenset(
+    {"dynamic", "discontiguous", "initialization", "meta_predicate", "module_transparent", "multifile",
+     "public", "table", "thread_initialization", "thread_local", "volatile"}
+)  # fmt: skip
+
+
 def indicator(name: str, arity: int) -> str:
-    """``name/arity`` as source; a symbol-char name is parenthesised like ``writeq`` does."""
+    """``name/arity`` as source; a symbol-char name is parenthesised like ``writeq`` does, and a
+    declaration operator's name is quoted (a quoted atom is never an operator)."""
     if name and all(ch in SYMBOL_CHARS for ch in name):
         return f"({name})/{arity}"
+    if name in DECLARATION_OPERATORS:
+        return f"'{name}'/{arity}"
     return f"{quote_atom(name)}/{arity}"
 
 

@@ -111,7 +111,7 @@ qk_forget_(M, Text, ok(Found, Out)) :-
     quipu_logic:ql_parse(Text, M, T, Names),
     quipu_logic:ql_check_head(T),
     qk_text(T, Names, Out),
-    (   clause(M:T, true, Ref)
+    (   quipu_logic:ql_clause(M, T, true, Ref)
     ->  quipu_logic:ql_erase(Ref),
         Found = true
     ;   Found = false
@@ -130,7 +130,7 @@ qk_update_(M, OldText, NewText, Result) :-
     quipu_logic:ql_clause_parts(New, NewHead, _),
     qk_text(Old, OldNames, OldOut),
     qk_text(New, NewNames, NewOut),
-    (   clause(M:Old, true, Ref)
+    (   quipu_logic:ql_clause(M, Old, true, Ref)
     ->  quipu_logic:ql_erase(Ref),
         quipu_logic:ql_store(M, New, NewNames),
         qk_note_source(M, NewHead, NewNames, interactive),

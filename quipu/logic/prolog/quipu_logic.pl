@@ -23,6 +23,13 @@
 :- dynamic ql_former_memory/1.     % a dropped memory: its module exists but holds nothing
 :- dynamic ql_rule/4.              % ql_rule(Module, Name, Arity, ClauseRef): the rules, for R-Q4
 
+%   In module quipu_render the engine's declaration operators (dynamic, table, volatile ...)
+%   are plain atoms, and every text is written there (ql_write): a user's fact table(kitchen)
+%   is written back as itself, not as `table kitchen`, and reads back the same in any memory.
+:- forall(( current_op(_, T, system:N), memberchk(T, [fx, fy]),
+            atom(N), atom_codes(N, [C|_]), code_type(C, csymf) ),
+          op(0, T, quipu_render:N)).
+
 
                  /*******************************
                  *            MEMORIES          *
@@ -58,7 +65,8 @@ ql_clear_module(M) :-
              predicate_property(M:H, dynamic),
              \+ predicate_property(M:H, imported_from(_))
            ),
-           abolish(M:N/A)).
+           % a user's own dynamic/1 (ql_local) cannot be abolished: it stays, empty
+           catch(abolish(M:N/A), error(permission_error(modify, static_procedure, _), _), true)).
 
 %   ql_reserved_name(+Name): an existing non-memory module or a library module name. A module
 %   the engine made only because a clause named it (a rule body's m:G before memory m exists)
@@ -170,7 +178,8 @@ ql_render_named(Term, Names, Text) :-
 
 ql_write(T, Names, Text) :-
     format(string(Text), "~W",
-           [T, [quoted(true), spacing(next_argument), variable_names(Names), portray(false)]]).
+           [T, [quoted(true), spacing(next_argument), variable_names(Names), portray(false),
+                module(quipu_render)]]).
 
 ql_name_all(Term, Names, All) :-
     term_variables(Term, Vars),
@@ -235,8 +244,8 @@ ql_check_head(H) :-
     ;   H = _:_
     ->  throw(ql("the head must not be module-qualified"))
     ;   functor(H, N, A),
-        (   predicate_property(system:H, built_in)
-        ;   predicate_property(system:H, iso)
+        \+ ql_iso_directive(N/A),
+        (   predicate_property(system:H, iso)
         ;   ql_control(N/A)
         )
     ->  functor(H, N, A),
@@ -244,6 +253,47 @@ ql_check_head(H) :-
         throw(ql(Msg))
     ;   true
     ).
+
+%   ql_local(+M, +H): H's predicate is M's own, even where the engine has a system predicate
+%   of that name (volatile/1, table/1, format/2 ...): agents choose their own predicate names,
+%   and only ISO built-ins and control constructs are refused (ql_check_head). The system
+%   predicate stays what every other memory and the engine itself see.
+ql_local(M, H) :-
+    (   ql_own_predicate(M, H)
+    ->  true
+    ;   predicate_property(system:H, built_in)
+    ->  functor(H, N, A),
+        functor(G, N, A),
+        (   catch(redefine_system_predicate(M:G), _, fail)
+        ->  dynamic(M:N/A)
+        ;   format(string(Msg), "cannot redefine built-in ~q", [N/A]),
+            throw(ql(Msg))
+        )
+    ;   true
+    ).
+
+%   ql_clause(+M, ?H, ?B, -Ref): clause/3 over M's own predicates only. A name M has not
+%   defined may be a system predicate, whose clauses cannot be read: it has none here.
+ql_clause(M, H, B, Ref) :-
+    ql_own_predicate(M, H),
+    clause(M:H, B, Ref).
+
+%   ql_own_predicate(+M, +H): ql_memory_predicate, asked without autoloading: predicate_property
+%   on a name M has not defined would import a library predicate of that name (quintus:mode/1)
+%   into M, and M could then never define it.
+ql_own_predicate(M, H) :-
+    functor(H, N, A),
+    current_predicate(M:N/A),
+    ql_memory_predicate(M, H).
+
+%   ISO directives that are no ISO built-in predicate: SWI-Prolog marks them iso, but as a
+%   user's predicate name (dynamic(d1)) they collide with nothing a query needs.
+ql_iso_directive((dynamic)/1).
+ql_iso_directive((discontiguous)/1).
+ql_iso_directive((multifile)/1).
+ql_iso_directive((initialization)/1).
+ql_iso_directive(include/1).
+ql_iso_directive(ensure_loaded/1).
 
 ql_control((',')/2).
 ql_control((;)/2).
@@ -259,6 +309,7 @@ ql_control((!)/0).
 %   ql_store(+M, +Term, +Names): assertz into M, remembering the author's names.
 ql_store(M, Term, Names) :-
     ql_clause_parts(Term, H, B),
+    ql_local(M, H),
     assertz(M:(H :- B), Ref),
     (   Names == []
     ->  true
@@ -286,7 +337,7 @@ ql_erase(Ref) :-
 ql_retract_first_fact(M, Text, Result) :-
     ql_guard(( ql_parse(Text, M, T, _),
                ql_check_head(T),
-               (   clause(M:T, true, Ref)
+               (   ql_clause(M, T, true, Ref)
                ->  ql_erase(Ref),
                    Found = true
                ;   Found = false
@@ -357,6 +408,7 @@ ql_declare_dynamic(M, Spec) :-
     ;   Spec = N/A, atom(N), integer(A), A >= 0
     ->  functor(H, N, A),
         ql_check_head(H),
+        ql_local(M, H),
         dynamic(M:N/A)
     ;   throw(ql("dynamic/1 needs a predicate indicator"))
     ).

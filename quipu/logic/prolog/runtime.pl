@@ -192,7 +192,7 @@ qr_apply(assert, M, Text) :-
 qr_apply(retract, M, Text) :-
     quipu_logic:ql_parse(Text, M, T, _),
     quipu_logic:ql_check_head(T),
-    (   clause(M:T, true, Ref)
+    (   quipu_logic:ql_clause(M, T, true, Ref)
     ->  quipu_logic:ql_erase(Ref)
     ;   true
     ).

@@ -95,3 +95,20 @@ def test_iso_built_ins_and_control_constructs_stay_refused(tmp_path: Path, fact:
     finally:
         host.close()
     assert result.is_error and result.text.startswith("Failed to assert")
+
+
+def test_reading_a_library_name_first_does_not_take_the_name_away(tmp_path: Path) -> None:
+    # Asking about mode/1 (library(quintus) has one) before any fact of it once imported the
+    # library's mode/1 into the memory, and every later mode(...) fact was refused.
+    require_swipl()
+    project.init(tmp_path)
+    host = LogicHost(tmp_path)
+    try:
+        kb = host.service()
+        kb.call("explain_why", {"fact": "mode(on)"})
+        kb.call("get_belief_status", {"fact": "mode(on)"})
+        kb.call("forget_fact", {"fact": "mode(on)"})
+        assert _call(kb, "remember_fact", fact="mode(on)") == "Asserted: mode(on)"
+        assert _facts(kb, "mode", 1) == ["mode(on)"]
+    finally:
+        host.close()

@@ -259,7 +259,7 @@ ql_check_head(H) :-
 %   and only ISO built-ins and control constructs are refused (ql_check_head). The system
 %   predicate stays what every other memory and the engine itself see.
 ql_local(M, H) :-
-    (   ql_own_predicate(M, H)
+    (   ql_memory_predicate(M, H)
     ->  true
     ;   predicate_property(system:H, built_in)
     ->  functor(H, N, A),
@@ -275,16 +275,8 @@ ql_local(M, H) :-
 %   ql_clause(+M, ?H, ?B, -Ref): clause/3 over M's own predicates only. A name M has not
 %   defined may be a system predicate, whose clauses cannot be read: it has none here.
 ql_clause(M, H, B, Ref) :-
-    ql_own_predicate(M, H),
+    ql_memory_predicate(M, H),
     clause(M:H, B, Ref).
-
-%   ql_own_predicate(+M, +H): ql_memory_predicate, asked without autoloading: predicate_property
-%   on a name M has not defined would import a library predicate of that name (quintus:mode/1)
-%   into M, and M could then never define it.
-ql_own_predicate(M, H) :-
-    functor(H, N, A),
-    current_predicate(M:N/A),
-    ql_memory_predicate(M, H).
 
 %   ISO directives that are no ISO built-in predicate: SWI-Prolog marks them iso, but as a
 %   user's predicate name (dynamic(d1)) they collide with nothing a query needs.
@@ -709,8 +701,10 @@ ql_safe_qualifier(Q, _, _) :-           % a goal: any name but an engine or libr
     ).
 
 ql_memory_predicate(M, G) :-
-    predicate_property(M:G, dynamic),
-    \+ predicate_property(M:G, imported_from(_)).
+    functor(G, N, A),
+    current_predicate(M:N/A),           % first: predicate_property on a name M has not defined
+    predicate_property(M:G, dynamic),   % would autoload a library predicate of that name
+    \+ predicate_property(M:G, imported_from(_)).  % (quintus:mode/1) into M, for good
 
 ql_safe_user(G, M, Mounted, V0, V) :-
     functor(G, N, A),

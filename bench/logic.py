@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import select
 import statistics
 import subprocess
 import sys
@@ -49,6 +48,7 @@ from typing import IO, Any, Final
 from bench import startup
 from bench.ingest import TxResult, environment, progress, table, verdict
 from bench.rest import finish, fmt_ms, timed, warm
+from bench.startup import JsonRpcPipe
 
 QUERY_TARGET_MS: Final = 1.0  # query_logic over stdio, median
 RESTART_TARGET_S: Final = 2.0  # 100k-fact snapshot + 10k-entry journal
@@ -137,23 +137,11 @@ def zpm_env() -> dict[str, str]:
     return env
 
 
-class StdioClient:
-    """A ``zpm serve`` subprocess driven one request at a time. Reads the raw pipe with ``select``
-    (no reader thread, so the timing holds no thread hand-off); every wait is bounded by WAIT."""
+class StdioClient(JsonRpcPipe):
+    """A ``zpm serve`` subprocess driven one request at a time (bench.startup.JsonRpcPipe)."""
 
     def __init__(self, cwd: Path, stderr: IO[bytes]) -> None:
-        self.process = subprocess.Popen(
-            zpm_command(),
-            cwd=cwd,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            env=zpm_env(),
-        )
-        assert self.process.stdin is not None and self.process.stdout is not None
-        self._stdin = self.process.stdin
-        self._fd = self.process.stdout.fileno()
-        self._buffer = b""
+        super().__init__(zpm_command(), cwd, zpm_env(), stderr)
         self._next_id = 1
 
     def __enter__(self) -> StdioClient:
@@ -165,38 +153,20 @@ class StdioClient:
         if self.process.poll() is None:
             self.close()
 
-    def _line(self) -> bytes:
-        deadline = time.monotonic() + WAIT
-        while b"\n" not in self._buffer:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([self._fd], [], [], left)[0]:
-                raise RuntimeError(f"zpm serve sent no response within {WAIT:g} s")
-            chunk = os.read(self._fd, 65536)
-            if not chunk:
-                raise RuntimeError(f"zpm serve closed stdout (exit status {self.process.poll()})")
-            self._buffer += chunk
-        line, _, self._buffer = self._buffer.partition(b"\n")
-        return line
-
     def request(self, method: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
         request_id = self._next_id
         self._next_id += 1
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
         if params is not None:
             message["params"] = dict(params)
-        self._stdin.write(json.dumps(message, separators=(",", ":")).encode("utf-8") + b"\n")
-        self._stdin.flush()
-        reply: dict[str, Any] = json.loads(self._line())
-        if reply.get("id") != request_id:
-            raise RuntimeError(f"zpm serve answered id {reply.get('id')!r} to request {request_id}")
-        return reply
+        self.send(message)
+        return self.answer(request_id)[0]
 
     def initialize(self) -> None:
         reply = self.request("initialize", INITIALIZE)
         if "result" not in reply:
             raise RuntimeError(f"initialize failed: {reply}")
-        self._stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
-        self._stdin.flush()
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
     def call(self, tool: str, arguments: Mapping[str, Any]) -> tuple[str, bool]:
         reply = self.request("tools/call", {"name": tool, "arguments": dict(arguments)})
@@ -204,16 +174,6 @@ class StdioClient:
         if not isinstance(result, dict):
             return f"protocol error: {reply.get('error')}", True
         return str(result["content"][0]["text"]), bool(result["isError"])
-
-    def close(self) -> int:
-        """End of file on stdin: the server answers what it read, then exits (R-T5)."""
-        self._stdin.close()
-        try:
-            return self.process.wait(timeout=WAIT)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=WAIT)
-            return -9
 
 
 # -- tool latency ----------------------------------------------------------------------------

@@ -68,26 +68,30 @@ def floor(runs: int) -> list[float]:
     return out
 
 
-class _Pipe:
-    """Line-at-a-time JSON-RPC over a child's pipes, every wait bounded."""
+class JsonRpcPipe:
+    """A child process driven over its pipes, one JSON-RPC line at a time. Reads the raw pipe
+    with ``select`` (no reader thread, so timings hold no thread hand-off); every wait is
+    bounded by WAIT. ``began``: when the process was spawned."""
 
-    def __init__(self, argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> None:
+    def __init__(
+        self, argv: Sequence[str], cwd: Path, env: Mapping[str, str], stderr: Any = subprocess.DEVNULL
+    ) -> None:
         self.began = time.perf_counter()
         self.process = subprocess.Popen(
-            list(argv), cwd=cwd, env=dict(env), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+            list(argv), cwd=cwd, env=dict(env), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr
+        )
         assert self.process.stdin is not None and self.process.stdout is not None
         self._stdin = self.process.stdin
         self._fd = self.process.stdout.fileno()
         self._buffer = b""
 
     def send(self, message: Mapping[str, Any]) -> None:
-        self._stdin.write(json.dumps(message, separators=(",", ":")).encode() + b"\n")
+        self._stdin.write(json.dumps(message, separators=(",", ":")).encode("utf-8") + b"\n")
         self._stdin.flush()
 
     def answer(self, request_id: int) -> tuple[dict[str, Any], float]:
-        """The response to ``request_id`` (notifications before it are skipped) and its time."""
+        """The response to ``request_id`` (notifications before it are skipped) and the
+        seconds since spawn when it was read."""
         deadline = time.monotonic() + WAIT
         while True:
             while b"\n" not in self._buffer:
@@ -99,23 +103,25 @@ class _Pipe:
                     raise RuntimeError(f"the server closed stdout (exit status {self.process.poll()})")
                 self._buffer += chunk
             line, _, self._buffer = self._buffer.partition(b"\n")
-            message = json.loads(line)
+            message: dict[str, Any] = json.loads(line)
             if message.get("id") == request_id:
                 return message, time.perf_counter() - self.began
 
-    def close(self) -> None:
+    def close(self) -> int:
+        """End of file on stdin: the server answers what it read, then exits."""
         self._stdin.close()
         try:
-            self.process.wait(timeout=WAIT)
+            return self.process.wait(timeout=WAIT)
         except subprocess.TimeoutExpired:
             self.process.kill()
-            self.process.wait()
+            self.process.wait(timeout=WAIT)
+            return -9
 
 
 def run_once(
     argv: Sequence[str], cwd: Path, env: Mapping[str, str], call: Mapping[str, Any], out: Timings
 ) -> None:
-    pipe = _Pipe(argv, cwd, env)
+    pipe = JsonRpcPipe(argv, cwd, env)
     try:
         pipe.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INITIALIZE})
         reply, took = pipe.answer(1)

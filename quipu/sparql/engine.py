@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from quipu.sparql import limits, subplans, templates
 from quipu.sparql.cells import BNODE, LITERAL, URI, Cell, from_node, iri_cell, literal_cell, to_node
 from quipu.sparql.compiler import Compiled, Unsupported, compile_query
 from quipu.sparql.cost import is_point_lookup
+from quipu.sparql.lru import LruCache
 from quipu.sparql.parse_lock import SPARQL_PARSE_LOCK
 from quipu.sparql.tree import leaves, walk
 from quipu.store import budget as budgets
@@ -332,23 +332,30 @@ class _Plan:
 
 
 _PLAN_CACHE_SIZE = 256
-_plans: WeakKeyDictionary[Database, OrderedDict[Any, _Plan]] = WeakKeyDictionary()
-_plans_lock = threading.Lock()
+_plans: WeakKeyDictionary[Database, LruCache[Any, _Plan]] = WeakKeyDictionary()
+# Checked query templates by template and read point; None for a refused template.
+_templates: WeakKeyDictionary[Database, LruCache[Any, templates.Checked | None]] = WeakKeyDictionary()
+_caches_lock = threading.Lock()
+
+
+def _plan_cache(db: Database) -> LruCache[Any, _Plan]:
+    with _caches_lock:
+        return _plans.setdefault(db, LruCache(_PLAN_CACHE_SIZE))
+
+
+def _template_cache(db: Database) -> LruCache[Any, templates.Checked | None]:
+    with _caches_lock:
+        return _templates.setdefault(db, LruCache(_PLAN_CACHE_SIZE))
 
 
 def _cached_plan(db: Database, conn: Connection, key: Any) -> _Plan | None:
     """A compiled plan for this query text and read point, unless the store has since added a
     term or graph the plan looked for (building the SQL costs more than a point lookup)."""
-    with _plans_lock:
-        found = _plans.get(db, OrderedDict()).get(key)
+    _, found = _plan_cache(db).find(key)
     if found is None:
         return None
     if found.generation is not None and found.generation != dictionary_generation(conn):
         return None
-    with _plans_lock:
-        cache = _plans.get(db)
-        if cache is not None and key in cache:
-            cache.move_to_end(key)
     return found
 
 
@@ -361,15 +368,8 @@ def _compile(db: Database, conn: Connection, key: Any, main: CompValue) -> _Plan
         raise Unsupported("a statement nested too deeply to build") from None
     plan = _Plan(compiled, prepared, dictionary_generation(conn) if compiled.grows else None)
     if not compiled.mixed:  # per-row rdflib callbacks are registered per compilation
-        with _plans_lock:
-            cache = _plans.setdefault(db, OrderedDict())
-            cache[key] = plan
-            while len(cache) > _PLAN_CACHE_SIZE:
-                cache.popitem(last=False)
+        _plan_cache(db).put(key, plan)
     return plan
-
-
-_templates: WeakKeyDictionary[Database, templates.Cache] = WeakKeyDictionary()
 
 
 def _run_template(
@@ -380,10 +380,9 @@ def _run_template(
     ids = db.terms.lookup(conn, template.iris)
     if len(ids) < len(template.iris):
         return None
-    with _plans_lock:
-        cache = _templates.setdefault(db, templates.Cache(_PLAN_CACHE_SIZE))
+    cache = _template_cache(db)
     key = (template.parts, template.slots, *scope)
-    known, checked = cache.get(key)
+    known, checked = cache.find(key)
     if not known:
         checked = _check_template(db, conn, template, scope, main)
         cache.put(key, checked)
@@ -450,7 +449,7 @@ _cells: WeakKeyDictionary[Database, dict[int, Cell]] = WeakKeyDictionary()
 def _term_cells(db: Database) -> dict[int, Cell]:
     found = _cells.get(db)
     if found is None:
-        with _plans_lock:
+        with _caches_lock:
             found = _cells.setdefault(db, {})
     return found
 

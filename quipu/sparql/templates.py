@@ -20,8 +20,6 @@ since the compiler plans those differently.
 from __future__ import annotations
 
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -164,25 +162,3 @@ def _find(known: dict[Any, tuple[int, str]], value: Any) -> tuple[int, str] | No
         return known.get(value)
     except TypeError:  # an unhashable bound value is never a slot
         return None
-
-
-class Cache:
-    """Checked templates (or None for refused ones) by key, least recently used out first."""
-
-    def __init__(self, size: int = 256) -> None:
-        self.size = size
-        self._items: OrderedDict[Any, Checked | None] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: Any) -> tuple[bool, Checked | None]:
-        with self._lock:
-            if key not in self._items:
-                return False, None
-            self._items.move_to_end(key)
-            return True, self._items[key]
-
-    def put(self, key: Any, checked: Checked | None) -> None:
-        with self._lock:
-            self._items[key] = checked
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)

@@ -21,7 +21,6 @@ lookup; the subclass walk costs one indexed lookup per level of the hierarchy.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from functools import lru_cache
 from typing import Any, Final
 from weakref import WeakKeyDictionary
@@ -32,6 +31,7 @@ from sqlalchemy import Connection, bindparam, select
 
 from quipu.sparql import templates
 from quipu.sparql.engine import prepare
+from quipu.sparql.lru import LruCache
 from quipu.sparql.tree import walk
 from quipu.store import values
 from quipu.store.database import Database
@@ -108,7 +108,7 @@ def subclasses(
 
 _BATCHES: Final = (1, 8, 64, 512)  # IN-list sizes compiled; shorter lists are padded
 _CACHE_SIZE: Final = 256
-_statements: WeakKeyDictionary[Database, OrderedDict[Any, Prepared]] = WeakKeyDictionary()
+_statements: WeakKeyDictionary[Database, LruCache[Any, Prepared]] = WeakKeyDictionary()
 _lock = threading.Lock()
 
 
@@ -133,11 +133,10 @@ def _edges(db: Database, batch: int, view: TemporalView) -> Prepared:
     """The edge lookup for ``batch`` digests at one read point, compiled once."""
     key = (batch, view.as_of_tx, view.valid_at)
     with _lock:
-        cache = _statements.setdefault(db, OrderedDict())
-        found = cache.get(key)
-        if found is not None:
-            cache.move_to_end(key)
-            return found
+        cache = _statements.setdefault(db, LruCache(_CACHE_SIZE))
+    _, found = cache.find(key)
+    if found is not None:
+        return found
     f = facts.alias("edge")
     found = db.dialect.compile_statement(
         select(f.c.e, f.c.v_ref).where(
@@ -146,10 +145,7 @@ def _edges(db: Database, batch: int, view: TemporalView) -> Prepared:
             view.with_graphs((ROOT,)).where(f),
         )
     )
-    with _lock:
-        cache[key] = found
-        while len(cache) > _CACHE_SIZE:
-            cache.popitem(last=False)
+    cache.put(key, found)
     return found
 
 

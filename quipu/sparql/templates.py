@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Final
 
 from rdflib import URIRef
@@ -41,6 +42,7 @@ PLACEHOLDER: Final = "urn:quipu:template:"
 _OTHER: Final = "urn:quipu:template-check:"
 _IDS: Final = (1 << 61, (1 << 61) + (1 << 40))  # placeholder ids of the two compilations
 _MAX_IRIS: Final = 64
+_SHORT: Final = 4096  # characters: texts up to this long have their template remembered
 
 
 @dataclass(frozen=True)
@@ -69,7 +71,18 @@ class Template:
 
 
 def split(text: str) -> Template | None:
-    """The template of ``text``, or None when it has no IRI to take out (or too many)."""
+    """The template of ``text``, or None when it has no IRI to take out (or too many). A short
+    text's answer is remembered: a request asks for it three times (lane, query, inference
+    marker), and a client repeats its texts."""
+    return _split_short(text) if len(text) <= _SHORT else _split(text)
+
+
+@lru_cache(maxsize=1024)
+def _split_short(text: str) -> Template | None:
+    return _split(text)
+
+
+def _split(text: str) -> Template | None:
     if PLACEHOLDER in text or _OTHER in text:
         return None  # a caller's own placeholder-like IRI would be ambiguous
     parts: list[str] = []

@@ -37,7 +37,7 @@ from quipu.store.pg_functions import aggregates, dates, encoding, numbers, scala
 
 __all__ = ["DIGIT_ZEROS", "FUNCTIONS", "VERSION", "install", "installed_version", "names"]
 
-VERSION: Final = 6
+VERSION: Final = 7
 
 _X: Final = values.XSD
 _INTEGER_TYPES_SQL: Final = ", ".join(f"'{t}'" for t in sorted(values._INTEGER_TYPES | {values.XSD_INTEGER}))

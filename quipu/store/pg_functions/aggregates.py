@@ -40,9 +40,11 @@ BEGIN
                      CASE WHEN x.k >= 2 THEN x.f ELSE quipu_n2f(x.n, x.sb) END);
     s.n := NULL;
   ELSIF kind = 1 THEN
-    s.n := quipu_dround(quipu_nop('+', s.n, x.n), false);
+    s.n := quipu_dround(CASE WHEN abs(s.n) < 1e60000 AND abs(x.n) < 1e60000 THEN s.n + x.n
+                             ELSE quipu_nop('+', s.n, x.n) END, false);
   ELSE
-    s.n := quipu_nop('+', s.n, x.n);
+    s.n := CASE WHEN abs(s.n) < 1e60000 AND abs(x.n) < 1e60000 THEN s.n + x.n
+                ELSE quipu_nop('+', s.n, x.n) END;  -- quipu_nop: NULL past numeric's range
   END IF;
   IF kind <= 1 AND s.n IS NULL THEN  -- past numeric's range
     s.err := true;

@@ -93,20 +93,16 @@ BEGIN
   END IF;
   RETURN CASE WHEN left(lex, 1) = '-' THEN -r ELSE r END;
 END $$""",
-    # a + b, a - b or a * b exactly, or NULL where the result is past numeric's range (10^131072),
-    # which only operands past 10^60000 can reach: only they pay for the exception block.
+    # a + b, a - b or a * b exactly, or NULL where the result is past numeric's range (10^131072).
+    # Callers try the plain operator first when both operands are under 10^60000, which no
+    # result can overflow: only larger operands pay for this call and its exception block.
     "quipu_nop": r"""
 CREATE OR REPLACE FUNCTION quipu_nop(op text, a numeric, b numeric) RETURNS numeric
 LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
 BEGIN
-  IF abs(a) < 1e60000 AND abs(b) < 1e60000 THEN
-    RETURN CASE op WHEN '+' THEN a + b WHEN '-' THEN a - b ELSE a * b END;
-  END IF;
-  BEGIN
-    RETURN CASE op WHEN '+' THEN a + b WHEN '-' THEN a - b ELSE a * b END;
-  EXCEPTION WHEN numeric_value_out_of_range THEN
-    RETURN NULL;
-  END;
+  RETURN CASE op WHEN '+' THEN a + b WHEN '-' THEN a - b ELSE a * b END;
+EXCEPTION WHEN numeric_value_out_of_range THEN
+  RETURN NULL;
 END $$""",
     # A well-formed xsd:double lexical form as Python's float().
     "quipu_lexf": r"""

@@ -263,23 +263,20 @@ BEGIN
     END IF;
     RETURN quipu_enc(pr.k, NULL, quipu_fop(op, pr.p, pr.q), NULL);
   END IF;
-  IF op = '+' THEN
-    r := quipu_nop('+', x.n, y.n);
-    zneg := x.sb AND y.sb;
-  ELSIF op = '-' THEN
-    r := quipu_nop('-', x.n, y.n);
-    zneg := x.sb AND NOT y.sb;
-  ELSIF op = '*' THEN
-    r := quipu_nop('*', x.n, y.n);
-    zneg := x.sb <> y.sb;
-  ELSE
+  IF op NOT IN ('+', '-', '*') THEN
     IF y.n = 0 THEN
       RETURN NULL;
     END IF;
     RETURN quipu_enc(1, quipu_ddiv(x.n, y.n), NULL, x.sb <> y.sb);
   END IF;
-  IF r IS NULL THEN  -- past numeric's range
-    RETURN NULL;
+  zneg := CASE op WHEN '+' THEN x.sb AND y.sb WHEN '-' THEN x.sb AND NOT y.sb ELSE x.sb <> y.sb END;
+  IF abs(x.n) < 1e60000 AND abs(y.n) < 1e60000 THEN  -- the result fits numeric's range
+    r := CASE op WHEN '+' THEN x.n + y.n WHEN '-' THEN x.n - y.n ELSE x.n * y.n END;
+  ELSE
+    r := quipu_nop(op, x.n, y.n);
+    IF r IS NULL THEN  -- past numeric's range
+      RETURN NULL;
+    END IF;
   END IF;
   IF pr.k = 0 THEN
     RETURN quipu_enc(0, r, NULL, NULL);

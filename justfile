@@ -33,6 +33,11 @@ fmt:
 bench name *args:
     {{uv}} run python -m bench.{{name}} {{args}}
 
+# Regenerate quipu/mcp/handshake.json, the answers `quipu mcp` gives before its app is built,
+# from the live server (tests/mcp/test_handshake.py checks it): after a tool, route or SDK change
+handshake:
+    {{uv}} run python -m quipu.mcp.handshake
+
 # Regenerate docs/tools.md from the MCP tool registry (tests/mcp/test_tools_doc.py checks it)
 tools-doc:
     {{uv}} run python -m quipu.mcp.docs --write docs/tools.md

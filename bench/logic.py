@@ -450,7 +450,7 @@ def main(argv: list[str] | None = None) -> int:
                 served = restart_stdio(root, args, checks, log)
                 startup_dir = base / "startup"
                 startup_dir.mkdir()
-                floors, zpm_start, mcp_start = startup.measure(args.startup_runs, startup_dir)
+                floors, zpm_start, mcp_start, quick = startup.measure(args.startup_runs, startup_dir)
             except Exception as exc:  # a dead server or engine: report it as a failure, not a trace
                 log.flush()
                 tail = log_path.read_text("utf-8", "replace")[-2000:]
@@ -518,7 +518,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
         "## Start-up (bench/startup.py, issue 16)",
         "",
-        *startup.report(floors, [zpm_start, mcp_start])[0],
+        *startup.report(floors, [zpm_start, mcp_start], quick)[0],
         "",
         "## Targets (informational)",
         "",

@@ -10,19 +10,16 @@ and a test checks that each documented key exists here and is read by the code.
 
 from __future__ import annotations
 
-import os
-import tomllib
 from contextvars import ContextVar
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from quipu.config_files import config_tables
+from quipu.defaults import DEFAULT_PORT
 from quipu.errors import ConfigError
 
-DEFAULT_CONFIG_FILE = "quipu.toml"
-DEFAULT_PORT = 3030
 # The --config flag for the Settings being built right now (sources are classmethods).
 _config_file: ContextVar[str | None] = ContextVar("quipu_config_file", default=None)
 
@@ -144,35 +141,6 @@ class Settings(BaseSettings):
         return init_settings, env_settings, _TomlSource(settings_cls)
 
 
-def user_config_file() -> Path:
-    """The per-user config file (XDG base directory rules)."""
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "quipu" / "config.toml"
-
-
-def _read_table(path: Path) -> dict[str, Any]:
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"invalid TOML in {path}: {exc}") from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
-    table = data.get("quipu", {})
-    if not isinstance(table, dict):
-        raise ConfigError(f"{path}: [quipu] must be a table")
-    return table
-
-
-def _merge(weak: dict[str, Any], strong: dict[str, Any]) -> dict[str, Any]:
-    out = dict(weak)
-    for key, value in strong.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
-        else:
-            out[key] = value
-    return out
-
-
 class _TomlSource(PydanticBaseSettingsSource):
     """The ``[quipu]`` tables of the user's file and the project's (or ``--config``) file."""
 
@@ -180,17 +148,7 @@ class _TomlSource(PydanticBaseSettingsSource):
         return None, field_name, False
 
     def __call__(self) -> dict[str, Any]:
-        explicit = _config_file.get() or os.environ.get("QUIPU_CONFIG")
-        merged: dict[str, Any] = {}
-        user = user_config_file()
-        if user.is_file():
-            merged = _read_table(user)
-        path = Path(explicit) if explicit else Path(DEFAULT_CONFIG_FILE)
-        if path.exists():
-            merged = _merge(merged, _read_table(path))
-        elif explicit:
-            raise ConfigError(f"config file not found: {path}")
-        return merged
+        return config_tables(_config_file.get())
 
 
 def _strip_none(value: Any) -> Any:

@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from quipu.config import DEFAULT_PORT, load_settings, user_config_file
+from quipu.config import load_settings
+from quipu.config_files import user_config_file
+from quipu.defaults import DEFAULT_PORT
 from quipu.errors import ConfigError
 from quipu.rest.auth import MAX_TOKEN_FILE, Credentials, hash_token
 

@@ -2,7 +2,8 @@
 
 Layers, lowest first; a module may import its own package and anything in a lower layer:
 
-    foundation   errors, times, identity, config, version (imported by every layer)
+    foundation   errors, times, identity, config (and the plain config_files and defaults it
+                 builds on), version (imported by every layer)
     store        the bitemporal quad store: imports nothing above it
     core         rdfio, shacl, sparql (they may import one another, without a cycle)
     domain       documents, episodes, uploads, governance, logic, and the families to come
@@ -42,7 +43,12 @@ pytestmark = pytest.mark.backend_independent
 ROOT: Final = Path(__file__).resolve().parent.parent / "quipu"
 
 LAYERS: Final[tuple[tuple[str, frozenset[str]], ...]] = (
-    ("foundation", frozenset({"errors", "times", "identity", "config", "version", "_build_info"})),
+    (
+        "foundation",
+        frozenset(
+            {"errors", "times", "identity", "config", "config_files", "defaults", "version", "_build_info"}
+        ),
+    ),
     ("store", frozenset({"store"})),
     ("core", frozenset({"rdfio", "shacl", "sparql"})),
     (

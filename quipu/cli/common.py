@@ -10,28 +10,36 @@ import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 from typer.core import TyperGroup
 
 from quipu.errors import ConfigError, InvalidField, QuipuError
 
 if TYPE_CHECKING:
+    from rich.console import Console
     from rich.progress import Progress
 
     from quipu.api import KnowledgeBase
 
-err = Console(stderr=True)
+
+@cache
+def err() -> Console:
+    """The Rich console on stderr (row counts, progress bars), made on first use: Rich's import
+    is not on the path of ``quipu --help``."""
+    from rich.console import Console
+
+    return Console(stderr=True)
+
 
 DbOption = Annotated[
     str | None,
     typer.Option("--db", help="Store file (or ':memory:'); default from QUIPU_STORE__DB or quipu.toml"),
 ]
-# Help text is Rich markup: \[ keeps a bracket.
-ConfigOption = Annotated[str | None, typer.Option("--config", help=r"TOML file with a \[quipu] table")]
+ConfigOption = Annotated[str | None, typer.Option("--config", help="TOML file with a [quipu] table")]
 
 
 @contextmanager
@@ -104,6 +112,6 @@ def progress_bar(label: str, unit: str = "", *, disable: bool = False) -> Progre
         BarColumn(),
         TextColumn("{task.completed:,}/{task.total:,}" + unit),
         TimeElapsedColumn(),
-        console=err,
+        console=err(),
         disable=disable,
     )

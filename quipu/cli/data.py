@@ -46,7 +46,7 @@ def _print_table(columns: list[str], rows: list[list[str]]) -> None:
     for row in rows:
         table.add_row(*(Text(cell) for cell in row))
     Console(soft_wrap=True).print(table)
-    err.print(f"{len(rows)} row(s)")
+    err().print(f"{len(rows)} row(s)")
 
 
 @app.command("read")
@@ -80,7 +80,7 @@ def read(
     with open_store(db, config) as kb:
         result = kb.query_result(sparql, valid_at=valid_at, as_of_tx=tx, graph=graph, inference=inference)
     if result.truncated:
-        err.print(f"results cut at search.max_sparql_rows ({kb.max_sparql_rows} rows)")
+        err().print(f"results cut at search.max_sparql_rows ({kb.max_sparql_rows} rows)")
     if result.form in results.GRAPH_FORMS:
         if format not in ("table", *GRAPH_FORMATS):
             raise InvalidField(

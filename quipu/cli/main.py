@@ -10,6 +10,8 @@ added here, so that order is part of the command line.
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
 from quipu.cli import data, governance, ingest, service, shapes, tools
@@ -22,6 +24,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     cls=RefusingGroup,
+    rich_markup_mode=None,
 )
 app.add_typer(ingest.app)  # knot, load, stage, episode
 app.add_typer(shapes.app)  # validate
@@ -30,3 +33,21 @@ app.add_typer(service.app)  # token, mcp, logic
 app.add_typer(shapes.group, name="shapes")
 app.add_typer(governance.group, name="propose")
 app.add_typer(tools.app, name="tool")  # list, call: every MCP tool as a command
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        import quipu
+
+        typer.echo(quipu.__version__)
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+) -> None:
+    """A bitemporal RDF knowledge graph: write, query and time-travel a store file."""

@@ -15,19 +15,22 @@ import re
 import signal
 import sys
 from types import FrameType
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 import quipu
-from quipu.config import DEFAULT_PORT, Settings, load_settings
+from quipu.cli.stdio_launch import parse_toolsets
+from quipu.defaults import DEFAULT_PORT
 from quipu.errors import ConfigError, QuipuError
 
-cli = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+if TYPE_CHECKING:
+    from quipu.config import Settings
+
+cli = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
 log = logging.getLogger("quipu.server")
 DEFAULT_BIND = f"127.0.0.1:{DEFAULT_PORT}"
 BIND_FORMS = "HOST:PORT, [IPv6]:PORT, :PORT or HOST"
-_HELP_BIND_FORMS = BIND_FORMS.replace("[", r"\[")  # help text is Rich markup; \[ keeps a bracket
 _HOSTNAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})")
 
 
@@ -99,34 +102,6 @@ def warn_if_writes_open(settings: Settings, credentials_configured: bool) -> boo
     return True
 
 
-def parse_toolsets(text: str | None) -> list[str] | None:
-    if text is None:
-        return None
-    names = [part.strip() for part in text.split(",") if part.strip()]
-    if not names:
-        raise ConfigError("--toolsets is empty: name one or more toolsets, comma-separated")
-    return names
-
-
-def _serve_stdio(settings: Settings, token_file: str | None) -> None:
-    """MCP over stdio until stdin closes; refusals before serving exit 2 (raised as QuipuError)."""
-    import anyio
-
-    from quipu.mcp.stdio import serve_stdio, stdio_authorization
-    from quipu.rest.logs import configure
-
-    authorization = stdio_authorization(token_file)  # an unsafe token file refuses to start here
-    from quipu.mcp.registry import check_toolsets
-    from quipu.store.database import check_location, display_location
-
-    if settings.mcp.toolsets is not None:  # refused before the "serving" line, like HTTP
-        check_toolsets(settings.mcp.toolsets)
-    check_location(settings.store.db)
-    configure()
-    log.info("serving MCP over stdio", extra={"fields": {"store": display_location(settings.store.db)}})
-    anyio.run(serve_stdio, settings, authorization)
-
-
 def _stop(signum: int, frame: FrameType | None) -> None:
     # uvicorn re-raises the signal it shut down for once it is done; end here, quietly, with 0.
     raise SystemExit(0)
@@ -142,10 +117,10 @@ def serve(
         typer.Option(
             "--bind",
             metavar="ADDRESS",
-            help=f"{_HELP_BIND_FORMS} to listen on (default {DEFAULT_BIND}, or server.host/server.port)",
+            help=f"{BIND_FORMS} to listen on (default {DEFAULT_BIND}, or server.host/server.port)",
         ),
     ] = None,
-    config: Annotated[str | None, typer.Option("--config", help=r"TOML file with a \[quipu] table")] = None,
+    config: Annotated[str | None, typer.Option("--config", help="TOML file with a [quipu] table")] = None,
     read_only: Annotated[
         bool, typer.Option("--read-only", help="refuse every write route with 403 (reads stay open)")
     ] = False,
@@ -170,21 +145,26 @@ def serve(
     ] = False,
 ) -> None:
     """Start the quipu HTTP service (REST, and MCP at /mcp), or MCP over stdio."""
+    from quipu.config import load_settings
+
     try:
         host, port = parse_bind(bind) if bind is not None else (None, None)
+        if mcp_token_file is not None and not mcp_stdio:
+            raise ConfigError(
+                "--mcp-token-file goes with --mcp-stdio (over HTTP the client sends its bearer)"
+            )
+        if mcp_stdio:  # the server `quipu mcp` runs, with these flags (--bind is checked, unused)
+            from quipu.cli.stdio_launch import StdioFlags, run
+
+            raise typer.Exit(
+                run(StdioFlags(db, config, mcp_token_file, toolsets, read_only_tools, read_only))
+            )
         settings = load_settings(
             config,
             store={"db": db},
             server={"host": host, "port": port, "read_only": True if read_only else None},
             mcp={"toolsets": parse_toolsets(toolsets), "read_only_tools": True if read_only_tools else None},
         )
-        if mcp_token_file is not None and not mcp_stdio:
-            raise ConfigError(
-                "--mcp-token-file goes with --mcp-stdio (over HTTP the client sends its bearer)"
-            )
-        if mcp_stdio:
-            _serve_stdio(settings, mcp_token_file)
-            return
         # After the cheap checks: FastAPI and the MCP SDK take a while to import.
         from quipu.mcp.http import create_server_app
 

@@ -1,18 +1,16 @@
 """The commands around a running service: ``token`` makes its credentials, ``mcp`` serves the MCP
-tools over stdio, ``logic`` is the zpm command line."""
+tools over stdio, ``logic`` is the zpm command line, ``version`` names the release."""
 
 from __future__ import annotations
 
 import json
-import os
 import sys
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from quipu.cli.common import ConfigOption, DbOption
-from quipu.errors import ConfigError, InvalidField
+from quipu.errors import InvalidField
 
 app = typer.Typer()
 
@@ -30,7 +28,7 @@ def token(
         bool, typer.Option("--hash", help="read a token from stdin and print only its hash")
     ] = False,
 ) -> None:
-    r"""Make a bearer token: the token on stdout, its \[\[quipu.server.credentials]] entry on stderr."""
+    """Make a bearer token: the token on stdout, its [[quipu.server.credentials]] entry on stderr."""
     import getpass
     from datetime import UTC, datetime
 
@@ -67,19 +65,6 @@ def token(
     )
 
 
-def sibling_server() -> str:
-    """The ``quipu-server`` installed beside this ``quipu`` (else the one on PATH)."""
-    import shutil
-
-    beside = Path(sys.argv[0]).resolve().with_name("quipu-server")
-    if beside.is_file() and os.access(beside, os.X_OK):
-        return str(beside)
-    found = shutil.which("quipu-server")
-    if found is None:
-        raise ConfigError("quipu-server is not installed beside quipu: install both console scripts")
-    return found
-
-
 @app.command("mcp")
 def mcp(
     db: DbOption = None,
@@ -96,17 +81,18 @@ def mcp(
     ] = False,
 ) -> None:
     """Serve the MCP tools over stdio (for an agent client); no network listener is opened."""
-    server = sibling_server()
-    argv = [server, "--mcp-stdio"]
-    for flag, value in (("--db", db), ("--config", config), ("--mcp-token-file", mcp_token_file)):
-        if value is not None:
-            argv += [flag, value]
-    if toolsets is not None:
-        argv += ["--toolsets", toolsets]
-    if read_only_tools:
-        argv.append("--read-only-tools")
-    sys.stdout.flush()
-    os.execv(server, argv)  # the server takes over this process: signals and EOF reach it directly
+    from quipu.cli.stdio_launch import StdioFlags, run
+
+    flags = StdioFlags(db, config, mcp_token_file, toolsets, read_only_tools)
+    raise typer.Exit(run(flags))
+
+
+@app.command("version")
+def version() -> None:
+    """Print the version of quipu."""
+    import quipu
+
+    typer.echo(quipu.__version__)
 
 
 @app.command(

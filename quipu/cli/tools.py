@@ -69,7 +69,7 @@ def list_tools(
     config: ConfigOption = None,
 ) -> None:
     """The tools `quipu mcp` serves: name, toolset, read or write, and what each does."""
-    from quipu.cli.server import parse_toolsets
+    from quipu.cli.stdio_launch import parse_toolsets
     from quipu.config import load_settings
 
     narrowing = {"toolsets": parse_toolsets(toolsets), "read_only_tools": True if read_only_tools else None}

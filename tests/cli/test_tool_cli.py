@@ -10,8 +10,6 @@ nothing more.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -259,14 +257,3 @@ def test_tool_list_prints_the_served_tools_without_opening_a_store(tmp_path: Pat
     assert {row["access"] for row in narrowed} == {"read"}
     usage_error(runs["unknown_toolset"], "unknown toolset(s): nope")
     assert not never.parent.exists()
-
-
-@pytest.mark.backend_independent
-def test_quipu_help_does_not_import_the_rest_or_mcp_stack() -> None:
-    # `quipu --help` (and every plain command) starts without FastAPI, the MCP SDK or httpx.
-    code = (
-        "import sys, quipu.cli.main; "
-        "print(sorted(m for m in ('fastapi', 'mcp', 'httpx', 'quipu.rest', 'quipu.mcp') if m in sys.modules))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
-    assert out.stdout.strip() == "[]"

@@ -3,7 +3,8 @@
 An MCP client spawns ``zpm serve`` for each session and gives up on a slow one, so the
 handshake (``initialize``, ``tools/list``) is answered from ``tools.json`` alone, the runtime
 opens in the background, and tool calls go to the logic service without the REST stack. These
-tests pin what is imported, never how long it takes (timing belongs to ``just bench startup``).
+tests pin what is imported, never how long it takes (timing belongs to ``just bench logic``); the
+entry modules themselves are pinned by tests/test_startup_imports.py.
 """
 
 from __future__ import annotations
@@ -19,17 +20,6 @@ from quipu.logic.project import init
 from tests.logic.runtime_support import require_swipl
 
 pytestmark = pytest.mark.backend_independent  # no quad store is opened
-
-HEAVY = ("pyshacl", "rdflib", "alembic", "fastapi", "starlette", "sqlalchemy", "pydantic", "mcp", "httpx",
-         "pyoxigraph", "quipu.rest", "quipu.api", "quipu.config")  # fmt: skip
-
-
-@pytest.mark.parametrize("module", ["quipu.cli.zpm", "quipu.mcp.zpm_stdio", "quipu.cli.main"])
-def test_an_entry_module_imports_no_heavy_library(module: str) -> None:
-    code = f"import sys, {module}; print(sorted(m for m in {HEAVY!r} if m in sys.modules))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
-    assert out.stdout.strip() == "[]", out.stderr
-
 
 # The server is driven in a fresh interpreter whose import system refuses the REST stack, the
 # settings and the quad store: if the server needed any of them, it could not answer.

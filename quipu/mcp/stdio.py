@@ -180,7 +180,15 @@ def _read_lines(source: BinaryIO, events: queue.Queue[tuple[str, Any]]) -> None:
 
 
 def serve(launch: Launch) -> int:
-    """Serve MCP on stdin/stdout until end of input; the process's exit status."""
+    """Serve MCP on stdin/stdout until end of input; the process's exit status (130 after
+    Ctrl-C, with no traceback: a store opened by then is closed on the way out)."""
+    try:
+        return _serve(launch)
+    except KeyboardInterrupt:
+        return 130
+
+
+def _serve(launch: Launch) -> int:
     out = claim_stdout()
     source = claim_stdin()
     events: queue.Queue[tuple[str, Any]] = queue.Queue()

@@ -9,6 +9,7 @@ The hand-over to the SDK is driven through a real ``quipu mcp`` process. No time
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -156,3 +157,29 @@ def test_the_replayed_initialize_is_answered_once_and_calls_follow(tmp_path: Pat
     # The SDK runs requests concurrently: two transactions, in either order.
     assert sorted(json.loads(replies[n]["result"]["content"][0]["text"])["tx_id"] for n in (3, 4)) == [1, 2]
     assert replies[5]["result"] == {}
+
+
+@pytest.mark.parametrize("handed_over", [False, True])
+def test_ctrl_c_ends_the_server_quietly(tmp_path: Path, handed_over: bool) -> None:
+    process = subprocess.Popen(
+        [str(QUIPU), "mcp", "--db", str(tmp_path / "interrupted.db")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=tmp_path,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    try:
+        messages = (
+            [INITIALIZE, {"jsonrpc": "2.0", "id": 2, "method": "ping"}] if handed_over else [INITIALIZE]
+        )
+        for message in messages:
+            process.stdin.write(_lines(message).encode())
+            process.stdin.flush()
+            assert "result" in json.loads(process.stdout.readline())
+        process.send_signal(signal.SIGINT)
+        _out, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 130
+    assert b"Traceback" not in err

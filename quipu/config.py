@@ -100,6 +100,15 @@ class SearchSettings(_Section):
     max_sparql_rows: int = Field(10_000, ge=1)
 
 
+class EmbeddingSettings(_Section):
+    """The local embedding model (tools-search §1.2): a provider exists only when both paths are set."""
+
+    model_path: str | None = None  # the weights, conventionally <model dir>/model.safetensors
+    tokenizer_path: str | None = None  # conventionally <model dir>/tokenizer.json
+    dimension: int = Field(384, ge=1)
+    max_sequence_length: int = Field(256, ge=0)  # tokens per text; longer texts are cut (0: 256)
+
+
 class McpSettings(_Section):
     """The MCP adapter: which tools it serves, and the hosts ``/mcp`` answers to."""
 
@@ -124,6 +133,7 @@ class Settings(BaseSettings):
     store: StoreSettings = StoreSettings()
     server: ServerSettings = ServerSettings()
     search: SearchSettings = SearchSettings()
+    embedding: EmbeddingSettings = EmbeddingSettings()
     mcp: McpSettings = McpSettings()
     shacl: ShaclSettings = ShaclSettings()
     logic: LogicSettings = LogicSettings()

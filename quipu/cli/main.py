@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from quipu.cli import data, governance, ingest, service, shapes, tools
+from quipu.cli import data, governance, ingest, models, service, shapes, tools
 from quipu.cli.common import RefusingGroup
 
 app = typer.Typer(
@@ -33,6 +33,7 @@ app.add_typer(service.app)  # token, mcp, logic
 app.add_typer(shapes.group, name="shapes")
 app.add_typer(governance.group, name="propose")
 app.add_typer(tools.app, name="tool")  # list, call: every MCP tool as a command
+app.add_typer(models.group, name="models")  # install: the local embedding model
 
 
 def _print_version(value: bool) -> None:

@@ -100,9 +100,10 @@ def test_fixture_is_at_revision_1() -> None:
 
 
 def test_opening_rev1_upgrades_to_head(upgraded: KnowledgeBase, rev1_copy: Path) -> None:
-    assert head_revision() == "0005"
-    assert upgraded.db.schema_revision() == "0005"
-    assert _raw(rev1_copy, "SELECT version_num FROM alembic_version") == [("0005",)]
+    assert head_revision() == "0006"
+    assert upgraded.db.schema_revision() == "0006"
+    assert _raw(rev1_copy, "SELECT version_num FROM alembic_version") == [("0006",)]
+    assert _raw(rev1_copy, "SELECT id, generation FROM vector_state") == [(1, 0)]  # revision 6
     columns = {row[1] for row in _raw(rev1_copy, "PRAGMA table_info(facts)")}
     assert "v_num" in columns
     assert "dup" in columns
@@ -349,11 +350,13 @@ def test_dup_backfill_marks_all_live_claims_but_the_oldest(tmp_path: Path) -> No
         conn.execute(f"DROP TABLE {table}")
     conn.execute("DROP TABLE snapshot_promotions")
     conn.execute("DROP TABLE proposals")
+    conn.execute("DROP TABLE vectors")  # revision 6
+    conn.execute("DROP TABLE vector_state")
     conn.execute("UPDATE alembic_version SET version_num = '0002'")
     conn.commit()
     conn.close()
     with quipu.open(str(path)) as kb:
-        assert kb.db.schema_revision() == "0005"
+        assert kb.db.schema_revision() == "0006"
         rows = kb.query("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }")
         assert isinstance(rows, list) and str(rows[0]["n"]) == "2"
     assert _raw(path, "SELECT id, dup FROM facts ORDER BY id") == expected

@@ -109,6 +109,26 @@ def group_statement_rows(
     return statement_rows(conn, view, [or_(*subjects)])
 
 
+def entity_fact_rows(
+    conn: Connection, view: TemporalView, entities: Iterable[int]
+) -> list[tuple[int, int, bytes, int]]:
+    """``(e, a, v, tx)`` of every visible claim about these subjects, by subject, predicate term
+    id, transaction and row (the order entity texts are built in, tools-search §3.2)."""
+    c = facts.c
+    query = (
+        select(c.e, c.a, c.v, c.tx)
+        .where(view.where(facts), c.e.in_(list(entities)))
+        .order_by(c.e, c.a, c.tx, c.id)
+    )
+    return [(int(r[0]), int(r[1]), bytes(r[2]), int(r[3])) for r in conn.execute(query)]
+
+
+def subjects_with_facts(conn: Connection, view: TemporalView) -> list[int]:
+    """Every term that is the subject of a visible claim, ascending."""
+    query = select(facts.c.e).distinct().where(view.where(facts)).order_by(facts.c.e)
+    return [int(row[0]) for row in conn.execute(query)]
+
+
 def statement_ids(rows: Iterable[tuple[int, int, bytes]]) -> set[int]:
     ids: set[int] = set()
     for e, a, v in rows:

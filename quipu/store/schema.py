@@ -28,7 +28,7 @@ metadata = MetaData()
 
 # The newest Alembic revision (migrations/versions): a store already there opens without loading
 # Alembic at all. tests/test_migrations.py keeps it equal to the scripts' head.
-SCHEMA_REVISION: Final = "0005"
+SCHEMA_REVISION: Final = "0006"
 
 # A rowid alias on SQLite (auto-assigned), a plain BIGINT on PostgreSQL.
 ID = BigInteger().with_variant(Integer, "sqlite")
@@ -224,4 +224,31 @@ proposals = Table(
     CheckConstraint("status IN ('pending', 'accepted', 'rejected')", name="ck_proposals_status"),
     Index("ix_proposals_status", "status", "created_at"),
     sqlite_autoincrement=True,
+)
+
+CURRENT_VECTOR = text("valid_to IS NULL")
+
+# One embedding per entity over valid time (tools-search §3.1); revision 6.
+vectors = Table(
+    "vectors",
+    metadata,
+    Column("entity_id", BigInteger, primary_key=True),
+    Column("valid_from", Text, primary_key=True),
+    Column("valid_to", Text),
+    Column("text", Text, nullable=False),
+    Column("embedding", LargeBinary, nullable=False),  # little-endian float32
+    Column("named_only", SmallInteger, nullable=False, server_default="0"),
+    Column("changed", BigInteger, nullable=False),  # the vector_state generation that last touched it
+    Index("ix_vectors_current", "entity_id", unique=True, sqlite_where=CURRENT_VECTOR,
+          postgresql_where=CURRENT_VECTOR),
+    Index("ix_vectors_changed", "changed"),
+)  # fmt: skip
+
+# The generation every vector write raises, so a cached index can tell it is current.
+vector_state = Table(
+    "vector_state",
+    metadata,
+    Column("id", SmallInteger, primary_key=True),
+    Column("generation", BigInteger, nullable=False),
+    CheckConstraint("id = 1", name="ck_vector_state_one_row"),
 )

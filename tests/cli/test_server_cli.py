@@ -203,7 +203,7 @@ def test_health_and_version_over_real_http(scene: Scene) -> None:
     assert body == version_info()  # the same installation: the stamp made at build time
     assert body["version"] == quipu.__version__
     assert body["git_sha"] == "unknown" or len(body["git_sha"]) == 40
-    assert body["features"] == {}
+    assert body["features"] == {"embedding": True}  # the packaged model, in the dev environment
 
 
 def test_a_write_with_the_token_from_quipu_token_is_attributed(scene: Scene) -> None:

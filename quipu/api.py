@@ -3,7 +3,7 @@ set / query / export.
 
 ``KnowledgeBase`` opens the database, holds the store's settings (query budgets, the episode
 namespace, the SHACL switch) and one service object per capability family that has state of its
-own (``uploads`` today). Its verbs are the families' own functions bound to this store and its
+own (``uploads``, ``search``). Its verbs are the families' own functions bound to this store and its
 settings (``functools.partial``) — not wrappers — so each operation's parameters are written
 once, where the operation is implemented. The REST routers call the same verbs and services.
 """
@@ -17,13 +17,14 @@ from typing import Final
 from rdflib import Graph
 from rdflib.term import Node
 
-from quipu.config import Settings
+from quipu.config import EmbeddingSettings, Settings
 from quipu.documents import export as documents_export
 from quipu.documents.knot import knot
 from quipu.episodes import retract as episode_retract
 from quipu.episodes import write as episode_write
 from quipu.episodes.iris import DEFAULT_BASE_NS
 from quipu.governance import proposals
+from quipu.search.service import Search
 from quipu.shacl import gate, registry
 from quipu.sparql.engine import run_query
 from quipu.sparql.update import run_update
@@ -64,6 +65,7 @@ class KnowledgeBase:
         max_join_rows: int | None = None,
         base_ns: str = DEFAULT_BASE_NS,
         validate_on_write: bool = False,
+        embedding: EmbeddingSettings | None = None,
     ) -> None:
         # Query budgets (DM §13.3): None or 0 is unlimited, as in settings.search. Checked before
         # the store opens, so a bad one leaves nothing open.
@@ -95,6 +97,8 @@ class KnowledgeBase:
         self.uploads = Uploads(db, self.knot)
         self.stage_part = self.uploads.stage
         self.promote = self.uploads.promote
+        # Search: the embedding provider (loaded on first use) and the cached vector index.
+        self.search = Search(db, embedding)
 
         # -- shapes and schema proposals
         self.load_shapes = partial(registry.load, db)
@@ -150,6 +154,7 @@ class KnowledgeBase:
             max_join_rows=search.max_join_rows,
             base_ns=settings.base_ns,
             validate_on_write=settings.shacl.validate_on_write,
+            embedding=settings.embedding,
         )
 
     # -- reads with a shape of their own ------------------------------------------------------

@@ -39,6 +39,7 @@ from quipu.rest.routers import (
     query,
     reads,
     repair,
+    search,
     service,
     shapes,
     update,
@@ -116,7 +117,19 @@ def create_app(settings: Settings, extensions: Sequence[Extension] = ()) -> Fast
     routers = [logic.build_router()]
     routers.extend(
         module.router
-        for module in (service, query, reads, writes, update, repair, episodes, shapes, uploads, proposals)
+        for module in (
+            service,
+            query,
+            reads,
+            writes,
+            update,
+            repair,
+            episodes,
+            shapes,
+            uploads,
+            proposals,
+            search,
+        )
     )
     for router in routers:
         app.include_router(router)

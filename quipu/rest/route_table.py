@@ -67,6 +67,7 @@ ROUTES: Final[dict[tuple[str, str], RouteClass]] = {
     ("POST", "/propose"): WRITE,
     ("POST", "/proposal/accept"): WRITE,
     ("POST", "/proposal/reject"): WRITE,
+    ("POST", "/embed_backfill"): WRITE,  # vectors are persisted (tools-search §0.2)
     # logic memory writes
     ("POST", "/logic/remember_fact"): WRITE,
     ("POST", "/logic/define_rule"): WRITE,

@@ -39,6 +39,10 @@ class Embedder(Protocol):
     def embed_batch(self, texts: list[str]) -> NDArray[np.float32]: ...
 
 
+class EmbeddingFailed(Exception):
+    """The provider raised: the call stops, with the batches before it applied."""
+
+
 @dataclass(frozen=True)
 class BackfillResult:
     entities_embedded: int
@@ -46,8 +50,8 @@ class BackfillResult:
 
 
 def embed_backfill(db: Database, provider: Embedder, progress: Progress | None = None) -> BackfillResult:
-    """Embed what is missing or stale (see the module docstring); a provider error propagates,
-    with the batches before it applied."""
+    """Embed what is missing or stale (see the module docstring); a provider error raises
+    ``EmbeddingFailed``, with the batches before it applied."""
     with db.read() as conn:
         subjects = subjects_with_facts(conn, ROOT_VIEW)
         embedded_texts = {row.entity_id: row.text for row in store_vectors.current(conn)}
@@ -62,7 +66,10 @@ def embed_backfill(db: Database, provider: Embedder, progress: Progress | None =
             todo = [(e, t) for e, t in texts.items() if t.text and embedded_texts.get(e) != t.text]
             if not todo:
                 continue
-            matrix = provider.embed_batch([t.text for _e, t in todo])  # no lock held
+            try:
+                matrix = provider.embed_batch([t.text for _e, t in todo])  # no lock held
+            except Exception as exc:
+                raise EmbeddingFailed(f"the embedding provider failed: {exc}") from exc
             with db.write() as ctx:
                 again = entity_texts(db, ctx.conn, [e for e, _t in todo], ROOT_VIEW)
                 rows = []

@@ -201,6 +201,7 @@ WRITES: dict[tuple[str, str], Sample] = {
         "content": f'INSERT DATA {{ <{EX}u> <{EX}v> "{len(kb.transactions(limit=None)["transactions"])}" }}',
         "headers": {"Content-Type": "application/sparql-update"},
     },
+    ("POST", "/embed_backfill"): lambda kb: {"json": {}},
     **_logic_routes(read_only=False),
 }
 
@@ -214,6 +215,7 @@ NO_TRANSACTION: frozenset[tuple[str, str]] = frozenset(
         ("POST", "/propose"),
         ("POST", "/proposal/accept"),
         ("POST", "/proposal/reject"),
+        ("POST", "/embed_backfill"),  # vectors are not facts: no transaction is recorded
     }
     | {route for route in WRITES if route[1].startswith("/logic/")}  # the logic memory's own files
 )

@@ -14,7 +14,7 @@ from numpy.typing import NDArray
 
 import quipu
 from quipu.api import KnowledgeBase
-from quipu.search.backfill import embed_backfill
+from quipu.search.backfill import EmbeddingFailed, embed_backfill
 from quipu.search.embedding import MiniLM, load
 from quipu.search.entity_text import class_name, entity_texts
 from quipu.store import vectors as store_vectors
@@ -178,7 +178,7 @@ def test_a_provider_failure_keeps_the_batches_already_applied(kb: KnowledgeBase,
                 raise RuntimeError("the model crashed")
             return model.embed_batch(texts)
 
-    with pytest.raises(RuntimeError, match="the model crashed"):
+    with pytest.raises(EmbeddingFailed, match="the embedding provider failed: the model crashed"):
         embed_backfill(kb.db, FailsSecond())
     assert len(current(kb)) == 32  # the first batch of 32 stays
     assert embed_backfill(kb.db, model).entities_embedded == 8  # and the next call takes the rest

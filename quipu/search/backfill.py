@@ -2,9 +2,10 @@
 
 The work list is every entity with a current ROOT claim whose ROOT text (§3.2) is not empty and
 has no current vector, or a vector built from another text (a label changed since) **[designed
-here, as the spec: missing or stale]**. Named-only entities are never touched here. Work goes in
-batches of 32: each batch's texts and version markers (latest transaction) are read from a
-snapshot; the provider embeds them with no lock held; then, inside one write transaction, each
+here, as the spec: missing or stale]**. Named-only entities are never touched here. The texts
+of a window of 512 entities are read from one snapshot, with their version markers (latest
+transaction), and sorted by length so that each batch of 32 pads little; the provider embeds a
+batch with no lock held; then, inside one write transaction, each
 entity whose text and version are unchanged gets its vector, and one that changed meanwhile goes
 back on the list, at most three times (then the next call takes it). Stopping part way loses
 nothing: every applied batch is committed, and the next call starts from what is missing.
@@ -58,31 +59,35 @@ def embed_backfill(db: Database, provider: Embedder, progress: Progress | None =
     embedded = stale = 0
     requeued: Counter[int] = Counter()
     for start in range(0, len(subjects), WINDOW):
-        window = deque(subjects[start : start + WINDOW])
-        while window:
-            batch = [window.popleft() for _ in range(min(BATCH, len(window)))]
+        pending = deque(subjects[start : start + WINDOW])
+        while pending:
             with db.read() as conn:
-                texts = entity_texts(db, conn, batch, ROOT_VIEW)
-            todo = [(e, t) for e, t in texts.items() if t.text and embedded_texts.get(e) != t.text]
-            if not todo:
-                continue
-            try:
-                matrix = provider.embed_batch([t.text for _e, t in todo])  # no lock held
-            except Exception as exc:
-                raise EmbeddingFailed(f"the embedding provider failed: {exc}") from exc
-            with db.write() as ctx:
-                again = entity_texts(db, ctx.conn, [e for e, _t in todo], ROOT_VIEW)
-                rows = []
-                for (entity, seen), vector in zip(todo, matrix, strict=True):
-                    if again[entity] == seen:
-                        rows.append((entity, seen.text, np.asarray(vector, dtype="<f4").tobytes()))
-                    elif requeued[entity] < MAX_REQUEUES:
-                        requeued[entity] += 1
-                        stale += 1
-                        window.append(entity)
-                store_vectors.write(ctx.conn, rows, now())
-            embedded += len(rows)
-            embedded_texts.update((entity, text) for entity, text, _v in rows)
+                texts = entity_texts(db, conn, list(pending), ROOT_VIEW)
+            pending.clear()
+            # Texts of similar length side by side: a batch is padded to its longest text.
+            todo = sorted(
+                ((e, t) for e, t in texts.items() if t.text and embedded_texts.get(e) != t.text),
+                key=lambda item: len(item[1].text),
+            )
+            for at in range(0, len(todo), BATCH):
+                batch = todo[at : at + BATCH]
+                try:
+                    matrix = provider.embed_batch([t.text for _e, t in batch])  # no lock held
+                except Exception as exc:
+                    raise EmbeddingFailed(f"the embedding provider failed: {exc}") from exc
+                with db.write() as ctx:
+                    again = entity_texts(db, ctx.conn, [e for e, _t in batch], ROOT_VIEW)
+                    rows = []
+                    for (entity, seen), vector in zip(batch, matrix, strict=True):
+                        if again[entity] == seen:
+                            rows.append((entity, seen.text, np.asarray(vector, dtype="<f4").tobytes()))
+                        elif requeued[entity] < MAX_REQUEUES:
+                            requeued[entity] += 1
+                            stale += 1
+                            pending.append(entity)  # read again after this window's batches
+                    store_vectors.write(ctx.conn, rows, now())
+                embedded += len(rows)
+                embedded_texts.update((entity, text) for entity, text, _v in rows)
         if progress is not None:
             progress(min(start + WINDOW, len(subjects)), len(subjects))
     return BackfillResult(embedded, stale)

@@ -180,12 +180,17 @@ def _read_lines(source: BinaryIO, events: queue.Queue[tuple[str, Any]]) -> None:
 
 
 def serve(launch: Launch) -> int:
-    """Serve MCP on stdin/stdout until end of input; the process's exit status (130 after
-    Ctrl-C, with no traceback: a store opened by then is closed on the way out)."""
+    """Serve MCP on stdin/stdout until end of input; the process's exit status. Ctrl-C ends the
+    process with 130 and no traceback."""
     try:
         return _serve(launch)
     except KeyboardInterrupt:
-        return 130
+        # Ended at once: the warm-up thread may still be importing, and an interpreter shutting
+        # down under an importing thread can abort (SIGABRT). Nothing needs closing by then: the
+        # store opens only inside the SDK session, whose exit has already closed it.
+        logging.shutdown()
+        sys.stderr.flush()
+        os._exit(130)
 
 
 def _serve(launch: Launch) -> int:

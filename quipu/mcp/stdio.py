@@ -29,7 +29,7 @@ import os
 import queue
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO, Final
@@ -75,8 +75,9 @@ def claim_stdin() -> BinaryIO:
     return protocol
 
 
-def encode(message: dict[str, Any]) -> bytes:
-    """One line as the SDK writes it: compact JSON, UTF-8 rather than ``\\u`` escapes."""
+def encode(message: Mapping[str, Any]) -> bytes:
+    """One outbound line, as the SDK writes it: compact JSON, UTF-8 rather than ``\\u`` escapes,
+    then ``\\n`` (also zpm serve's, its rule R-T2)."""
     return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode("utf-8") + b"\n"
 
 
@@ -118,6 +119,7 @@ class _Front:
         self.version: str | None = None  # settled by an initialize the front answered
         self.replay: list[bytes] = []  # what the SDK session must see first
         self.answered_id: Any = None
+        self._known: tuple[list[str] | None, bool] | None = None  # the narrowing, once read
 
     def answer(self, line: bytes) -> Any:
         try:
@@ -149,11 +151,13 @@ class _Front:
         return _HANDOVER
 
     def _narrowing(self) -> tuple[list[str] | None, bool]:
-        known = self._launch.narrowing()
-        if known is not None and (known[0] is None or set(known[0]) <= self._data.toolsets):
-            return known
-        mcp = self._warmup.settings.result().mcp  # the settings library decides (or refuses)
-        return mcp.toolsets, mcp.read_only_tools
+        if self._known is None:
+            known = self._launch.narrowing()
+            if known is None or (known[0] is not None and not set(known[0]) <= self._data.toolsets):
+                mcp = self._warmup.settings.result().mcp  # the settings library decides (or refuses)
+                known = (mcp.toolsets, mcp.read_only_tools)
+            self._known = known
+        return self._known
 
 
 def _no_cursor(params: Any) -> bool:

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import sys
 import threading
 from collections.abc import Awaitable, Callable, Mapping
@@ -48,6 +47,7 @@ from quipu.logic.registry import (
     find_tool,
     load_tools,
 )
+from quipu.mcp.stdio import claim_stdout, encode
 
 if TYPE_CHECKING:
     from quipu.logic.project import Project
@@ -168,11 +168,6 @@ def _error(request_id: Any, code: int, message: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
 
 
-def encode(message: Mapping[str, Any]) -> bytes:
-    """One outbound line: compact JSON, UTF-8 rather than ``\\u`` escapes, then ``\\n`` (R-T2)."""
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode("utf-8") + b"\n"
-
-
 class McpSession:
     """The protocol state of one stdio connection; ``handle`` answers one inbound message."""
 
@@ -246,16 +241,6 @@ class McpSession:
         if not isinstance(arguments, dict):
             return _error(request_id, INVALID_PARAMS, "Invalid params")
         return _response(request_id, await self._call_tool(tool, arguments))
-
-
-def claim_stdout() -> BinaryIO:
-    """A private stream onto the process's stdout; descriptor 1 and ``sys.stdout`` then write
-    to stderr, so only what is written to the returned stream reaches the client (R-T4)."""
-    sys.stdout.flush()
-    protocol = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    return protocol
 
 
 async def serve_stdio(

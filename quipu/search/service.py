@@ -1,8 +1,8 @@
 """``Search``: the per-store service of the search family (``KnowledgeBase.search``).
 
 It owns the family's state: the embedding provider, loaded from ``[quipu.embedding]`` on first
-use (so opening a store, or starting a server, never waits for the model), and the cached
-vector index. Routers and the CLI call it directly.
+use, and the cached vector index, made on first use too. Opening a store, or starting a server,
+neither waits for the model nor imports numpy. Routers and the CLI call it directly.
 """
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ import logging
 import threading
 from typing import TYPE_CHECKING, Any, Final
 
-from quipu.search import backfill
-from quipu.search.vectors import VectorIndex
 from quipu.store import vectors as store_vectors
 from quipu.store.database import Database
 
 if TYPE_CHECKING:
     from quipu.config import EmbeddingSettings
+    from quipu.search.backfill import Progress
     from quipu.search.embedding import MiniLM
+    from quipu.search.vectors import VectorIndex
 
 log = logging.getLogger("quipu.search")
 
@@ -39,8 +39,18 @@ class Search:
         self._provider: MiniLM | None = None
         self._loaded = False
         self._load_lock = threading.Lock()
-        dimension = embedding.dimension if embedding is not None else DEFAULT_DIMENSION
-        self.index = VectorIndex(dimension)
+        self._index: VectorIndex | None = None
+
+    @property
+    def index(self) -> VectorIndex:
+        """The cached vector index of this store (made on first use)."""
+        with self._load_lock:
+            if self._index is None:
+                from quipu.search.vectors import VectorIndex
+
+                dimension = self._embedding.dimension if self._embedding is not None else DEFAULT_DIMENSION
+                self._index = VectorIndex(dimension)
+            return self._index
 
     def provider(self) -> MiniLM | None:
         """The configured provider, loaded once on first use; None without one (a model that
@@ -65,10 +75,12 @@ class Search:
             embedded = 0
         return {"configured": self.provider() is not None, "embedded_entities": embedded}
 
-    def embed_backfill(self, progress: backfill.Progress | None = None) -> dict[str, Any]:
+    def embed_backfill(self, progress: Progress | None = None) -> dict[str, Any]:
         """``POST /embed_backfill`` (tools-search §5.11): a missing provider or a provider failure
         is ``status: "error"`` with HTTP 200 (callers branch on ``status``); a store failure is
         an error of the request."""
+        from quipu.search import backfill
+
         model = self.provider()
         if model is None:
             return {"status": "error", "error": NO_PROVIDER}

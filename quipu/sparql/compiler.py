@@ -423,6 +423,8 @@ def _pattern(ctx: Context, node: Any, graph_var: str | None = None) -> Rel:
         return out
     if name in ("ToMultiSet", "values"):
         inner_node = node.p if name == "ToMultiSet" else node
+        if isinstance(inner_node, list):  # rdflib's form of an empty VALUES block: no solutions
+            return Rel(empty=True)
         if inner_node.name != "values":
             return _pattern(ctx, inner_node, graph_var)
         rel = _values(ctx, inner_node)

@@ -829,6 +829,13 @@ def test_values_with_undef_is_compiled(loaded: KnowledgeBase) -> None:
     )
 
 
+def test_an_empty_values_block_has_no_solutions(loaded: KnowledgeBase) -> None:
+    """rdflib's algebra gives an empty VALUES block as a bare list; the compiler failed on it
+    (quipu_search_query joins zero seeds as exactly such a block)."""
+    assert _rows(loaded, "SELECT ?s { VALUES ?s { } ?s ?p ?o }") == _want()
+    assert _rows(loaded, "SELECT (COUNT(?s) AS ?n) { VALUES ?s { } ?s ?p ?o }") == _want({"n": Literal(0)})
+
+
 # The spec's answers where rdflib is wrong and quipu right: kept so the compiler stays right.
 
 

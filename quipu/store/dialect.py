@@ -25,7 +25,7 @@ from sqlalchemy.sql.elements import ClauseElement
 from sqlalchemy.sql.functions import FunctionElement
 
 from quipu.errors import ConfigError, QuipuError
-from quipu.store import pg_functions, pg_regex, sqlfunctions
+from quipu.store import keyword_tokens, pg_functions, pg_regex, sqlfunctions
 from quipu.store.wal import DEFAULT_LIMIT_MB, JOURNAL_SIZE_LIMIT, MIB, LongReads, WalCheckpointer
 
 log = logging.getLogger("quipu.store")
@@ -208,6 +208,7 @@ class SqliteDialect(Dialect):
             # The driver must not open transactions by itself: begin_write/begin_read choose.
             dbapi_conn.isolation_level = None
             sqlfunctions.register(dbapi_conn)  # SPARQL value semantics for compiled queries
+            keyword_tokens.register(dbapi_conn)  # called by the keyword index's triggers
             cur = dbapi_conn.cursor()
             if not memory:
                 cur.execute("PRAGMA journal_mode=WAL")

@@ -70,22 +70,26 @@ def write(
             )
         ).all()
     )
+    # A row that began this same second and was closed this same second (``close``, then a new
+    # text) holds the primary key the new row needs: it is reopened in place instead.
+    same = select(vectors.c.entity_id).where(vectors.c.entity_id.in_(ids), vectors.c.valid_from == stamp)
+    this_second = {int(row[0]) for row in conn.execute(same)}
     for entity, text, embedding in rows:
         values = {"text": text, "embedding": embedding, "named_only": int(named_only), "changed": changed}
         began = current.get(entity)
-        if began == stamp:  # written earlier in this same second: replace, no empty window
-            conn.execute(
-                update(vectors)
-                .where(vectors.c.entity_id == entity, vectors.c.valid_from == stamp)
-                .values(**values)
-            )
-            continue
-        if began is not None:
+        if began is not None and began != stamp:
             conn.execute(
                 update(vectors)
                 .where(vectors.c.entity_id == entity, vectors.c.valid_from == began)
                 .values(valid_to=stamp, changed=changed)
             )
+        if entity in this_second:  # written earlier in this same second: replace, no empty window
+            conn.execute(
+                update(vectors)
+                .where(vectors.c.entity_id == entity, vectors.c.valid_from == stamp)
+                .values(valid_to=None, **values)
+            )
+            continue
         conn.execute(vectors.insert().values(entity_id=entity, valid_from=stamp, valid_to=None, **values))
     return changed
 
@@ -124,3 +128,21 @@ def count_current(conn: Connection) -> int:
     """How many entities have a current vector (the ``embedded_entities`` of §2)."""
     query = select(func.count()).select_from(vectors).where(vectors.c.valid_to.is_(None))
     return int(conn.execute(query).scalar_one())
+
+
+def for_entities(
+    conn: Connection, entity_ids: Iterable[int], instant: str | None = None
+) -> dict[int, VectorRow]:
+    """The current vector (or the one live at ``instant``) of each of these entities that has one."""
+    ids = list(entity_ids)
+    if not ids:
+        return {}
+    live: list[object] = [vectors.c.entity_id.in_(ids)]
+    if instant is None:
+        live.append(vectors.c.valid_to.is_(None))
+    else:
+        live += [
+            vectors.c.valid_from <= instant,
+            or_(vectors.c.valid_to.is_(None), vectors.c.valid_to > instant),
+        ]
+    return {row.entity_id: row for row in _rows(conn, *live)}

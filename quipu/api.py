@@ -17,7 +17,7 @@ from typing import Final
 from rdflib import Graph
 from rdflib.term import Node
 
-from quipu.config import EmbeddingSettings, Settings
+from quipu.config import EmbeddingSettings, ResolutionSettings, SearchSettings, Settings
 from quipu.documents import export as documents_export
 from quipu.documents.knot import knot
 from quipu.episodes import retract as episode_retract
@@ -66,6 +66,8 @@ class KnowledgeBase:
         base_ns: str = DEFAULT_BASE_NS,
         validate_on_write: bool = False,
         embedding: EmbeddingSettings | None = None,
+        search_settings: SearchSettings | None = None,
+        resolution: ResolutionSettings | None = None,
     ) -> None:
         # Query budgets (DM §13.3): None or 0 is unlimited, as in settings.search. Checked before
         # the store opens, so a bad one leaves nothing open.
@@ -98,7 +100,17 @@ class KnowledgeBase:
         self.stage_part = self.uploads.stage
         self.promote = self.uploads.promote
         # Search: the embedding provider (loaded on first use) and the cached vector index.
-        self.search = Search(db, embedding)
+        if search_settings is None:  # the search tools run their SPARQL under the same budgets
+            search_settings = SearchSettings(
+                query_timeout_ms=timeout_ms or 0,
+                max_join_rows=max_join_rows or 0,
+                max_sparql_rows=max_sparql_rows or 10_000,
+            )
+        self.search = Search(db, embedding, search_settings, resolution, base_ns=base_ns)
+        # With [quipu.embedding] auto_embed, an episode write is followed, once committed, by the
+        # embedding of the entities it touched (tools-search §3.4); /knot loads never are.
+        self.episode = self.search.auto_embedded(self.episode)
+        self.episodes_complete = self.search.auto_embedded(self.episodes_complete)
 
         # -- shapes and schema proposals
         self.load_shapes = partial(registry.load, db)
@@ -155,6 +167,8 @@ class KnowledgeBase:
             base_ns=settings.base_ns,
             validate_on_write=settings.shacl.validate_on_write,
             embedding=settings.embedding,
+            search_settings=search,
+            resolution=settings.resolution,
         )
 
     # -- reads with a shape of their own ------------------------------------------------------

@@ -95,14 +95,42 @@ class ServerSettings(_Section):
 
 
 class SearchSettings(_Section):
+    """Query budgets and the search tools' switches and defaults (tools-search §1.1)."""
+
     query_timeout_ms: int = Field(30_000, ge=0)
     max_join_rows: int = Field(1_000_000, ge=0)
     max_sparql_rows: int = Field(10_000, ge=1)
+    default_limit: int = Field(10, ge=1)  # results when the caller gives no limit
+    max_limit: int = Field(1000, ge=1)  # hard clamp for caller limits
+    oversample_factor: int = Field(10, ge=1)  # candidates fetched per result before filtering
+    mode: Literal["semantic", "keyword", "hybrid"] = "semantic"  # quipu_search's default mode
+    keyword: bool = False  # keyword mode (the index itself is built by `quipu search-index`)
+    hybrid: bool = False  # mode "hybrid"
+    alpha: float = Field(0.5, ge=0.0, le=1.0)  # hybrid's default semantic weight
+    fusion: Literal["weighted", "rrf"] = "weighted"
+    rrf_k: float = Field(60.0, gt=0)
+    anchored: bool = False  # anchored (graph-rooted) search
+    named_graphs: bool = False  # explicit graph scope for semantic and hybrid search
+
+
+class ResolutionSettings(_Section):
+    """``quipu_resolve_entity``'s defaults (tools-search §1.3)."""
+
+    threshold: float = Field(0.85, ge=0.0, le=1.0)
+    top_k: int = Field(3, ge=0)
+
+
+class VectorSettings(_Section):
+    """Where vectors live: the store's own table is the one backend served (spec errata)."""
+
+    backend: Literal["sqlite"] = "sqlite"
 
 
 class EmbeddingSettings(_Section):
     """The local embedding model (tools-search §1.2): a provider exists only when both paths are set."""
 
+    auto_embed: bool = False  # embed the entities an episode write touched
+    embed_batch_size: int = Field(32, ge=0)  # texts per provider call on the write path (0: 32)
     model_path: str | None = None  # the weights, conventionally <model dir>/model.safetensors
     tokenizer_path: str | None = None  # conventionally <model dir>/tokenizer.json
     dimension: int = Field(384, ge=1)
@@ -134,6 +162,8 @@ class Settings(BaseSettings):
     server: ServerSettings = ServerSettings()
     search: SearchSettings = SearchSettings()
     embedding: EmbeddingSettings = EmbeddingSettings()
+    resolution: ResolutionSettings = ResolutionSettings()
+    vector: VectorSettings = VectorSettings()
     mcp: McpSettings = McpSettings()
     shacl: ShaclSettings = ShaclSettings()
     logic: LogicSettings = LogicSettings()

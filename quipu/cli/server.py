@@ -102,6 +102,33 @@ def warn_if_writes_open(settings: Settings, credentials_configured: bool) -> boo
     return True
 
 
+def require_provider(settings: Settings) -> None:
+    """``--embed-backfill`` asks for a capability: without a configured model the server refuses
+    to start rather than serve without it (tools-search §2, §5.11)."""
+    if settings.embedding.model_path is None or settings.embedding.tokenizer_path is None:
+        from quipu.search.state import NO_PROVIDER
+
+        raise ConfigError(f"--embed-backfill: {NO_PROVIDER}")
+
+
+def startup_backfill(settings: Settings) -> None:
+    """``--embed-backfill``: the ROOT embedding backfill, once, before serving. A model that does
+    not load exits 2 (a configuration to fix), a provider failure part way 1; the batches done stay."""
+    from quipu.api import KnowledgeBase
+    from quipu.search.state import NO_PROVIDER
+
+    log.info("embedding backfill: starting")
+    with KnowledgeBase.from_settings(settings) as kb:
+        result = kb.search.embed_backfill()
+    if result["status"] != "ok":
+        sys.stderr.write(f"error: --embed-backfill: {result['error']}\n")
+        raise typer.Exit(2 if result["error"] == NO_PROVIDER else 1)
+    log.info(
+        "embedding backfill: done",
+        extra={"fields": {k: result[k] for k in ("entities_embedded", "stale_retries")}},
+    )
+
+
 def _stop(signum: int, frame: FrameType | None) -> None:
     # uvicorn re-raises the signal it shut down for once it is done; end here, quietly, with 0.
     raise SystemExit(0)
@@ -140,6 +167,14 @@ def serve(
         str | None,
         typer.Option("--mcp-token-file", help="with --mcp-stdio: a private file holding the bearer token"),
     ] = None,
+    embed_backfill: Annotated[
+        bool,
+        typer.Option(
+            "--embed-backfill",
+            help="embed the ROOT entities that lack a current vector once, before serving; "
+            "without an embedding provider the server does not start",
+        ),
+    ] = False,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="print the version and exit")
     ] = False,
@@ -153,6 +188,11 @@ def serve(
             raise ConfigError(
                 "--mcp-token-file goes with --mcp-stdio (over HTTP the client sends its bearer)"
             )
+        if embed_backfill and mcp_stdio:
+            raise ConfigError(
+                "--embed-backfill runs before the HTTP server starts; for --mcp-stdio run "
+                "`quipu embed-backfill` first"
+            )
         if mcp_stdio:  # the server `quipu mcp` runs, with these flags (--bind is checked, unused)
             from quipu.cli.stdio_launch import StdioFlags, run
 
@@ -165,6 +205,8 @@ def serve(
             server={"host": host, "port": port, "read_only": True if read_only else None},
             mcp={"toolsets": parse_toolsets(toolsets), "read_only_tools": True if read_only_tools else None},
         )
+        if embed_backfill:
+            require_provider(settings)
         # After the cheap checks: FastAPI and the MCP SDK take a while to import.
         from quipu.mcp.http import create_server_app
 
@@ -196,6 +238,8 @@ def serve(
         },
     )
     warn_if_writes_open(settings, app.state.credentials.configured)
+    if embed_backfill:
+        startup_backfill(settings)
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, _stop)
     # log_config=None keeps our JSON handler; the access log is quipu's own (one line per request,

@@ -35,10 +35,13 @@ from quipu.rest.middleware import AccessLog, BodyLimit, JsonText
 from quipu.rest.routers import (
     episodes,
     logic,
+    lookup,
     proposals,
     query,
+    ranked_search,
     reads,
     repair,
+    retrieval,
     search,
     service,
     shapes,
@@ -129,6 +132,9 @@ def create_app(settings: Settings, extensions: Sequence[Extension] = ()) -> Fast
             uploads,
             proposals,
             search,
+            retrieval,
+            lookup,
+            ranked_search,
         )
     )
     for router in routers:

@@ -37,6 +37,18 @@ ROUTES: Final[dict[tuple[str, str], RouteClass]] = {
     ("GET", "/version"): READ,
     ("POST", "/validate"): READ,
     ("POST", "/proposals"): READ,
+    # finding entities by name (tools-search §5.8-§5.10): heavy-lane reads that commit nothing
+    ("POST", "/resolve"): READ,
+    ("POST", "/spotlight"): READ,
+    ("POST", "/reconcile"): READ,
+    ("POST", "/search"): READ,  # tools-search §5.1: searches commit nothing
+    ("POST", "/search/query"): READ,
+    ("POST", "/hybrid_search"): READ,  # tools-search §5.2: SPARQL-scoped vector ranking
+    # substring search and context (tools-search §5.3-§5.5, §5.7): heavy-lane scans
+    ("POST", "/search_nodes"): READ,
+    ("POST", "/search_facts"): READ,
+    ("POST", "/context"): READ,
+    ("POST", "/unified_search"): READ,
     # logic memory reads (quipu/logic/tools.json: read_only)
     ("POST", "/logic/echo"): READ,
     ("POST", "/logic/query_logic"): READ,
@@ -68,6 +80,7 @@ ROUTES: Final[dict[tuple[str, str], RouteClass]] = {
     ("POST", "/proposal/accept"): WRITE,
     ("POST", "/proposal/reject"): WRITE,
     ("POST", "/embed_backfill"): WRITE,  # vectors are persisted (tools-search §0.2)
+    ("POST", "/embed_backfill/graph"): WRITE,  # tools-search §5.12: persists named-only vectors
     # logic memory writes
     ("POST", "/logic/remember_fact"): WRITE,
     ("POST", "/logic/define_rule"): WRITE,

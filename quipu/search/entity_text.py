@@ -25,9 +25,9 @@ from typing import Final
 
 from sqlalchemy import Connection
 
-from quipu.store import values
+from quipu.store import values, vector_work
 from quipu.store.database import Database
-from quipu.store.reads import entity_fact_rows
+from quipu.store.reads import entity_fact_rows, named_graph_ids
 from quipu.store.views import TemporalView
 
 RDFS: Final = "http://www.w3.org/2000/01/rdf-schema#"
@@ -84,6 +84,18 @@ def entity_texts(
         )
         for entity, claims in by_entity.items()
     }
+
+
+def named_only_texts(db: Database, conn: Connection, entities: Iterable[int]) -> dict[int, EntityText]:
+    """The named-only text (§3.3) of each of ``entities`` with no current ROOT claim: the same
+    rules over the union of its current claims in every registered named graph. Entities with a
+    ROOT claim are left out (their text is their ROOT text)."""
+    ids = list(entities)
+    rooted = vector_work.in_root(conn, ids)
+    rest = [entity for entity in ids if entity not in rooted]
+    if not rest:
+        return {}
+    return entity_texts(db, conn, rest, TemporalView(graphs=frozenset(named_graph_ids(conn, db))))
 
 
 def _text(

@@ -52,7 +52,9 @@ def rank(
     allowed: NDArray[np.bool_] | None = None,
 ) -> Ranked:
     """The ``limit`` best rows by cosine with ``query``, among the ``allowed`` ones."""
-    if matrix.shape[0] and query.shape[0] != matrix.shape[1]:
+    if matrix.shape[0] == 0:  # nothing stored: no dimension to disagree with, and no rows
+        return Ranked(ids[:0], np.zeros(0, dtype=np.float64))
+    if query.shape[0] != matrix.shape[1]:
         raise dimension_error(matrix.shape[1], query.shape[0])
     q = np.asarray(query, dtype=np.float32)
     q_norm = float(np.linalg.norm(q.astype(np.float64)))

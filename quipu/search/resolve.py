@@ -1,0 +1,133 @@
+"""``quipu_resolve_entity`` (tools-search §5.8): does the store already hold this entity?
+
+Two matchers, merged:
+
+1. the vector half (only with a provider): the request's name and string properties embedded,
+   ranked against every current vector (named-only ones included), kept at cosine >= threshold;
+2. the name half: every current plain-string ``rdfs:label`` of the local graphs, lower-cased;
+   an equal label scores 1.0, otherwise Jaro-Winkler, kept at >= threshold.
+
+Rows are concatenated (vector rows first), stable-sorted by score, and the first row per IRI
+is kept, so an entity found by both halves appears once with its better score. It reads only:
+nothing is committed, not even a vector for the probe.
+
+Jaro-Winkler is rapidfuzz's, which follows the rules the spec takes from the ``strsim`` crate
+(code points; transpositions halved with integer division; the prefix boost, at most 4, only
+when jaro > 0.7). tests/search/test_resolve.py checks it against a direct implementation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from rapidfuzz.distance import JaroWinkler
+
+from quipu.errors import BadRequest
+from quipu.search import labels
+from quipu.store.database import Database
+
+if TYPE_CHECKING:
+    from quipu.search.embedding import MiniLM
+    from quipu.search.vectors import VectorIndex
+
+VECTOR_POOL = 3  # vector rows fetched per wanted candidate (§5.8 behaviour 1)
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    iri: str
+    score: float
+    matched_on: str
+
+
+def jaro_winkler(a: str, b: str) -> float:
+    """Jaro-Winkler similarity of two strings, as ``strsim::jaro_winkler`` computes it."""
+    return float(JaroWinkler.similarity(a, b))
+
+
+def probe_text(name: str, properties: Mapping[str, Any]) -> str:
+    """The embedded text: the name, then ``key: value`` for each string property by key."""
+    parts = [name] + [
+        f"{key}: {properties[key]}" for key in sorted(properties) if isinstance(properties[key], str)
+    ]
+    return ". ".join(parts)
+
+
+def vector_rows(
+    db: Database,
+    provider: MiniLM,
+    index: VectorIndex,
+    name: str,
+    properties: Mapping[str, Any],
+    top_k: int,
+    threshold: float,
+) -> list[Candidate]:
+    # Embed before taking a read snapshot (tools-search §2: no store lock while the model runs).
+    try:
+        query = provider.embed_text(probe_text(name, properties))
+    except Exception as exc:
+        raise BadRequest(f"the embedding provider failed: {exc}") from exc
+    with db.read() as conn:
+        index.refresh(conn)
+        ranked = index.rank(query, top_k * VECTOR_POOL, include_named_only=True)
+        ids = [
+            int(i)
+            for i, score in zip(ranked.entity_ids, ranked.similarities, strict=True)
+            if score >= threshold
+        ]
+        iri_of = db.terms.iris(conn, ids)
+    return [
+        Candidate(iri_of[int(entity)], float(score), f"embedding:{float(score):.2f}")
+        for entity, score in zip(ranked.entity_ids, ranked.similarities, strict=True)
+        if score >= threshold
+    ]
+
+
+def name_rows(db: Database, name: str, threshold: float) -> list[Candidate]:
+    with db.read() as conn:
+        stored = labels.name_labels(db, conn)
+    wanted = name.lower()
+    out: list[Candidate] = []
+    for iri, label in stored:
+        lowered = label.lower()
+        if lowered == wanted:
+            out.append(Candidate(iri, 1.0, "canonical_name:exact"))
+            continue
+        score = jaro_winkler(wanted, lowered)
+        if score >= threshold:
+            out.append(Candidate(iri, score, f"canonical_name:jaro_winkler:{score:.2f}"))
+    return out
+
+
+def merge(rows: list[Candidate], top_k: int) -> list[Candidate]:
+    """Best first (stable: a vector row wins a tie), one row per IRI, at most ``top_k``."""
+    kept: dict[str, Candidate] = {}
+    for row in sorted(rows, key=lambda r: -r.score):
+        kept.setdefault(row.iri, row)
+    return list(kept.values())[:top_k]
+
+
+def resolve(
+    db: Database,
+    provider: MiniLM | None,
+    index: VectorIndex | None,
+    name: str,
+    properties: Mapping[str, Any],
+    top_k: int,
+    threshold: float,
+) -> dict[str, Any]:
+    candidates: list[Candidate] = []
+    if top_k > 0:  # §5.8 rule 1: no candidates at all, not even an exact label
+        if provider is not None and index is not None:
+            candidates += vector_rows(db, provider, index, name, properties, top_k, threshold)
+        candidates += name_rows(db, name, threshold)
+    chosen = merge(candidates, top_k)
+    return {
+        "has_matches": bool(chosen),
+        "candidates": [{"iri": c.iri, "score": c.score, "matched_on": c.matched_on} for c in chosen],
+        "count": len(chosen),
+        # No attached layers exist in quipu: the vector half sees every layer the name half reads.
+        "vector_scope": {"kind": "whole_store"},
+    }

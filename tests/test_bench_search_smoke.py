@@ -1,7 +1,8 @@
 """The search benchmark runs end to end in a tiny configuration (so it cannot rot unnoticed).
 
-It ranks real vectors in a real store against the numpy floor (exit 1 if they disagree) and
-backfills with the real model; no timing is asserted."""
+It ranks real vectors in a real store against the numpy floor (exit 1 if they disagree), runs
+keyword and hybrid search over a real keyword index beside a bare FTS5 table, and backfills with
+the real model; no timing is asserted."""
 
 from __future__ import annotations
 
@@ -18,5 +19,7 @@ def test_search_benchmark_smoke(capsys: pytest.CaptureFixture[str]) -> None:
     assert status == 0, captured.err[-3000:]
     rows = [line for line in captured.out.splitlines() if line.startswith("| ")]
     assert any(row.startswith("| semantic top-10, 3,000 vectors") for row in rows)
+    assert any(row.startswith("| keyword top-10, 3,000 entities") for row in rows)
+    assert any(row.startswith("| hybrid top-10, 3,000 entities") for row in rows)
     assert any(row.startswith("| backfill, 40 entities of") for row in rows)
     assert all(row.rstrip(" |").endswith(("HIT", "MISS", "target", "-")) for row in rows)

@@ -74,8 +74,9 @@ BOB: Final = Principal(  # no explicit id: the credential id defaults to the pri
 PRINCIPALS: Final = (SHARED, ALICE, BOB)
 
 
-def write_config(root: Path) -> Path:
-    """The ``[quipu]`` config of a test store (strings as JSON, which TOML basic strings accept)."""
+def write_config(root: Path, extra: str = "") -> Path:
+    """The ``[quipu]`` config of a test store (strings as JSON, which TOML basic strings accept),
+    with ``extra`` TOML tables appended."""
     q = json.dumps
     text = f"""\
 [quipu.store]
@@ -96,7 +97,7 @@ token_hash = {q(hash_token(BOB.token))}
 
 [quipu.mcp]
 allowed_hosts = [{q(EXTRA_HOST + ":*")}]
-"""
+{extra}"""
     path = root / "config.toml"
     path.write_text(text, encoding="utf-8")
     return path
@@ -180,11 +181,13 @@ def serve(
     overrides: Mapping[str, Any] | None = None,
     args: tuple[str, ...] = (),
     env: Mapping[str, str] | None = None,
+    extra_config: str = "",
 ) -> Iterator[Target]:
     """A fresh store under ``root`` behind ``transport``. HTTP takes settings ``overrides`` (as
-    ``load_settings`` does); stdio takes ``quipu mcp`` flags and ``QUIPU_*`` variables."""
+    ``load_settings`` does); stdio takes ``quipu mcp`` flags and ``QUIPU_*`` variables; both read
+    ``extra_config`` (TOML tables) from the config file."""
     root.mkdir(parents=True, exist_ok=True)
-    config = write_config(root)
+    config = write_config(root, extra_config)
     if transport == "http":
         settings = load_settings(str(config), **dict(overrides or {}))
         with live_server(settings, factory=create_server_app) as url:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Collection, Iterable
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import Request
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, WithJsonSchema
 
 from quipu.errors import UnknownField
 
@@ -73,3 +73,8 @@ def refuse_unknown(given: Iterable[str], allowed: frozenset[str]) -> None:
             f"unknown parameter '{unknown[0]}' (accepted: {accepted})",
             field=unknown[0],
         )
+
+
+# A search limit: the schema publishes 1 as the least a client should send, while the route
+# clamps a smaller one up to 1 (tools-search §0.6, "limit 0 behaves as 1").
+ClampedLimit = Annotated[int, WithJsonSchema({"type": "integer", "minimum": 1})]

@@ -285,6 +285,10 @@ TOOL_LIMITS: Final = {
     ("quipu_transactions", "limit"),
     ("quipu_cord", "limit"),
     ("quipu_fragments", "pageSize"),
+    # The search tools publish 1 too, and clamp a smaller value up to it (tools-search §0.6).
+    ("quipu_search", "limit"),
+    ("quipu_hybrid_search", "limit"),
+    ("quipu_unified_search", "limit"),
 }
 
 

@@ -15,7 +15,7 @@ from fastapi import APIRouter
 from pydantic import Field
 
 from quipu.rest.deps import KbDep
-from quipu.rest.fields import Annotating, Strict
+from quipu.rest.fields import Annotating, ClampedLimit, Strict
 
 router = APIRouter(tags=["search"])
 
@@ -28,7 +28,10 @@ class SearchRequest(Annotating):
         None, description="a pre-computed query vector, used instead of embedding query"
     )
     mode: str | None = Field(None, description="semantic, keyword or hybrid; default [quipu.search] mode")
-    limit: int | None = Field(None, description="result count (default 10, at most [quipu.search] max_limit)")
+    limit: ClampedLimit | None = Field(
+        None,
+        description="result count (default 10, at most [quipu.search] max_limit)",
+    )
     valid_at: str | None = Field(None, description="read vectors, facts and scopes as live at this instant")
     group_ids: list[Any] | None = Field(
         None, description="only entities some episode of these groups generated"

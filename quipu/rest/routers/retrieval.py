@@ -14,7 +14,7 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from quipu.rest.deps import KbDep
-from quipu.rest.fields import Annotating
+from quipu.rest.fields import Annotating, ClampedLimit
 
 router = APIRouter(tags=["search"])
 
@@ -61,7 +61,7 @@ class UnifiedSearchRequest(Annotating):
     embedding: list[float] | None = Field(
         None, description="a query vector to use instead of embedding 'query'"
     )
-    limit: int | None = Field(None, description="results (default 10, clamped to 1..max_limit)")
+    limit: ClampedLimit | None = Field(None, description="results (default 10, clamped to 1..max_limit)")
     expand_links: bool | None = Field(None, description="add the direct hits' neighbours (default true)")
     max_facts_per_entity: int | None = Field(None, description="facts shown per entity (default 10)")
     ppr_rerank: bool | None = Field(None, description=_PPR + " (default false)")

@@ -25,7 +25,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from quipu.rest.deps import KbDep
-from quipu.rest.fields import Annotating, Strict
+from quipu.rest.fields import Annotating, ClampedLimit, Strict
 
 router = APIRouter(tags=["search"])
 
@@ -106,7 +106,10 @@ class HybridSearchRequest(Annotating):
     sparql: str | None = Field(
         None, description="SELECT whose first projected variable yields the candidate entity IRIs"
     )
-    limit: int | None = Field(None, description="result count (default 10; at most search.max_limit)")
+    limit: ClampedLimit | None = Field(
+        None,
+        description="result count (default 10; at most search.max_limit)",
+    )
     valid_at: str | None = Field(None, description="instant for both the SPARQL scope and the vectors")
 
 

@@ -28,7 +28,7 @@ metadata = MetaData()
 
 # The newest Alembic revision (migrations/versions): a store already there opens without loading
 # Alembic at all. tests/test_migrations.py keeps it equal to the scripts' head.
-SCHEMA_REVISION: Final = "0006"
+SCHEMA_REVISION: Final = "0007"
 
 # A rowid alias on SQLite (auto-assigned), a plain BIGINT on PostgreSQL.
 ID = BigInteger().with_variant(Integer, "sqlite")
@@ -112,7 +112,53 @@ graphs = Table(
     Column("parent_branch", BigInteger, ForeignKey("graphs.g")),
     Column("created_at", Text, nullable=False),
     Column("created_actor", Text),
+    # Revision 7: the registry columns of tools-graphs-governance §0.8 and the label cache, kept
+    # equal to the meta-graph's label facts by every declaration (migrations/versions/0007).
+    Column("source", Text),
+    Column("lifecycle", Text),
+    Column("data_kind", Text),
+    Column("fresh_rank", SmallInteger),
+    Column("durability_rank", SmallInteger),
+    Column("trust_iri", Text),
+    Column("trust_rank", BigInteger),
+    Column("trust_chain", Text),
+    Column("policy", Text),
+    Column("labels_tx", BigInteger),
+    Column("labels_valid_to", Text),
     CheckConstraint("class IN ('committed', 'overlay')", name="ck_graphs_class"),
+)
+
+# Revision 7: named datasets (tools-graphs-governance §1.6), authoritative for resolution.
+datasets = Table(
+    "datasets",
+    metadata,
+    Column("name", Text, primary_key=True),
+    Column("updated_at", Text, nullable=False),
+)
+
+dataset_members = Table(
+    "dataset_members",
+    metadata,
+    Column("dataset", Text, ForeignKey("datasets.name"), primary_key=True),
+    Column("graph", Text, primary_key=True),
+    Column("ord", BigInteger),
+    Index("ix_dataset_members_graph", "graph"),
+)
+
+# Revision 7: one row per freeze (§1.4); a thaw stamps thawed_at, never deletes the row.
+frozen_packs = Table(
+    "frozen_packs",
+    metadata,
+    Column("id", ID, primary_key=True, autoincrement=True),
+    Column("graph_iri", Text, nullable=False),
+    Column("alias", Text, nullable=False),
+    Column("path", Text, nullable=False),
+    Column("content_hash", Text, nullable=False),
+    Column("frozen_at", Text, nullable=False),
+    Column("thawed_at", Text),
+    Column("facts", BigInteger, nullable=False),
+    Column("transactions", BigInteger, nullable=False),
+    Index("ix_frozen_packs_graph", "graph_iri", "thawed_at"),
 )
 
 # Revision 4: versioned SHACL shape sets (DM §14.1). A version is open while valid_to is NULL;

@@ -17,13 +17,14 @@ from typing import Final
 from rdflib import Graph
 from rdflib.term import Node
 
-from quipu.config import EmbeddingSettings, ResolutionSettings, SearchSettings, Settings
+from quipu.config import EmbeddingSettings, LabelsSettings, ResolutionSettings, SearchSettings, Settings
 from quipu.documents import export as documents_export
 from quipu.documents.knot import knot
 from quipu.episodes import retract as episode_retract
 from quipu.episodes import write as episode_write
 from quipu.episodes.iris import DEFAULT_BASE_NS
 from quipu.governance import proposals
+from quipu.graphs.service import Graphs
 from quipu.search.service import Search
 from quipu.shacl import gate, registry
 from quipu.sparql.engine import run_query
@@ -32,6 +33,8 @@ from quipu.store import budget as budgets
 from quipu.store import ownership, reads, writes
 from quipu.store.database import Database
 from quipu.store.dialect import SqliteTuning
+from quipu.store.graph_labels import LabelFloor
+from quipu.store.graph_scope import check_floor_settings
 from quipu.store.wal import DEFAULT_LIMIT_MB
 from quipu.uploads.service import Uploads
 
@@ -68,13 +71,17 @@ class KnowledgeBase:
         embedding: EmbeddingSettings | None = None,
         search_settings: SearchSettings | None = None,
         resolution: ResolutionSettings | None = None,
+        labels: LabelsSettings | None = None,
+        archive_dir: str | None = None,
     ) -> None:
         # Query budgets (DM §13.3): None or 0 is unlimited, as in settings.search. Checked before
         # the store opens, so a bad one leaves nothing open.
         timeout_ms = budgets.limit("query_timeout_ms", query_timeout_ms)
         max_join_rows = budgets.limit("max_join_rows", max_join_rows)
+        floor = _label_floor(labels)
         tuning = SqliteTuning(synchronous=synchronous, cache_mb=cache_mb, wal_checkpoint_mb=wal_checkpoint_mb)
         db = self.db = Database(location, tuning, readers=readers, max_readers=max_readers)
+        db.label_floor = floor  # every reader enforces it (quipu.store.graph_scope)
         # The settings the verbs are bound with: Final, since changing one would not reach them.
         self.max_sparql_rows: Final = max_sparql_rows
         self.sparql_compiler: Final = sparql_compiler  # False forces rdflib's evaluator (to compare)
@@ -111,6 +118,9 @@ class KnowledgeBase:
         # embedding of the entities it touched (tools-search §3.4); /knot loads never are.
         self.episode = self.search.auto_embedded(self.episode)
         self.episodes_complete = self.search.auto_embedded(self.episodes_complete)
+
+        # Named graphs: registry, labels, datasets, overlays and deep freeze.
+        self.graphs = Graphs(db, archive_dir)
 
         # -- shapes and schema proposals
         self.load_shapes = partial(registry.load, db)
@@ -169,6 +179,8 @@ class KnowledgeBase:
             embedding=settings.embedding,
             search_settings=search,
             resolution=settings.resolution,
+            labels=settings.labels,
+            archive_dir=settings.graphs.archive_dir,
         )
 
     # -- reads with a shape of their own ------------------------------------------------------
@@ -214,3 +226,18 @@ class KnowledgeBase:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+def _label_floor(labels: LabelsSettings | None) -> LabelFloor | None:
+    """``[quipu.labels]`` as the store's floor; None when no key is set (no label work)."""
+    if labels is None:
+        return None
+    floor = LabelFloor(
+        min_freshness=labels.min_freshness,
+        min_trust_rank=labels.min_trust_rank,
+        min_trust_chain=labels.min_trust_chain,
+        deny_policy_tokens=tuple(labels.deny_policy_tokens),
+        deny_data_kinds=tuple(labels.deny_data_kinds),
+    )
+    check_floor_settings(floor)
+    return floor if floor.active else None

@@ -155,6 +155,21 @@ class LogicSettings(_Section):
     project: str | None = None  # the folder whose .zpm/ is used; None: discover from the cwd
 
 
+class LabelsSettings(_Section):
+    """Label floors (tools-graphs-governance §1.3): unset keys mean no label work at all. A
+    floor refuses a read whose graphs fall below it; it is not access control."""
+
+    min_freshness: Literal["fresh", "recomputing", "stale"] | None = None
+    min_trust_rank: int | None = None  # needs min_trust_chain: ranks compare only within a chain
+    min_trust_chain: str | None = None
+    deny_policy_tokens: list[str] = []
+    deny_data_kinds: list[str] = []  # a blocklist: an undeclared kind passes
+
+
+class GraphsSettings(_Section):
+    archive_dir: str | None = None  # where freeze writes packs; None: the store file's directory
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="QUIPU_", env_nested_delimiter="__", extra="forbid")
 
@@ -167,6 +182,8 @@ class Settings(BaseSettings):
     mcp: McpSettings = McpSettings()
     shacl: ShaclSettings = ShaclSettings()
     logic: LogicSettings = LogicSettings()
+    labels: LabelsSettings = LabelsSettings()
+    graphs: GraphsSettings = GraphsSettings()
     base_ns: str = "http://aegis.gastown.local/ontology/"
 
     @classmethod

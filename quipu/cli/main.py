@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from quipu.cli import data, governance, ingest, keyword_search, models, search, service, shapes, tools
+from quipu.cli import data, governance, graphs, ingest, keyword_search, models, search, service, shapes, tools
 from quipu.cli.common import RefusingGroup
 
 app = typer.Typer(
@@ -34,6 +34,7 @@ app.add_typer(search.app)  # embed-backfill
 app.add_typer(keyword_search.app)  # search-index, search
 app.add_typer(shapes.group, name="shapes")
 app.add_typer(governance.group, name="propose")
+app.add_typer(graphs.group, name="graph")  # list, create, label, freeze, thaw
 app.add_typer(tools.app, name="tool")  # list, call: every MCP tool as a command
 app.add_typer(models.group, name="models")  # install: the local embedding model
 

@@ -18,11 +18,10 @@ from quipu.rdfio import serialize
 from quipu.rdfio.formats import output_format
 from quipu.sparql.cells import BNODE, LITERAL, URI, Cell
 from quipu.sparql.engine import prepare, run_query
-from quipu.store import values
+from quipu.store import datasets, graph_scope, values
 from quipu.store.database import Database
 from quipu.store.reads import (
     group_statement_rows,
-    resolve_graph,
     statement_ids,
     statement_rows,
     subject_statement_rows,
@@ -79,16 +78,17 @@ def export(
         return _result(rendered, fmt, None, "construct", construct)
     with db.read() as conn:
         if group_id is not None:
+            graph_scope.enforce(db, conn, (ROOT,))
             rows = _group_rows(db, conn, group_id, base_ns)
             kind: ScopeKind = "group"
-            gid = ROOT
         else:
-            gid_or_none = resolve_graph(db, conn, graph)
-            if gid_or_none is None:
+            # A graph, or a dataset standing for its registered members (tools-graphs-governance §1.6).
+            gids = graph_scope.resolve(db, conn, graph)
+            if not gids and (graph is None or not datasets.exists(conn, graph)):
                 raise UnknownGraph(f"unknown graph: {graph}", field="graph")
-            gid = gid_or_none
-            rows = statement_rows(conn, TemporalView(graphs=frozenset({gid})))
-            kind = "root" if gid == ROOT else "graph"
+            graph_scope.enforce(db, conn, gids)
+            rows = statement_rows(conn, TemporalView(graphs=gids))
+            kind = "root" if gids == {ROOT} else "graph"
         iri_of = db.terms.iris(conn, statement_ids(rows))
     rendered = [
         (serialize.iri_term(iri_of[e]), f"<{iri_of[a]}>", serialize.value_term(v, iri_of)) for e, a, v in rows

@@ -34,6 +34,7 @@ from quipu.rest.lanes import Lanes, admission
 from quipu.rest.middleware import AccessLog, BodyLimit, JsonText
 from quipu.rest.routers import (
     episodes,
+    graphs,
     logic,
     lookup,
     proposals,
@@ -135,6 +136,7 @@ def create_app(settings: Settings, extensions: Sequence[Extension] = ()) -> Fast
             retrieval,
             lookup,
             ranked_search,
+            graphs,
         )
     )
     for router in routers:

@@ -49,6 +49,9 @@ ROUTES: Final[dict[tuple[str, str], RouteClass]] = {
     ("POST", "/search_facts"): READ,
     ("POST", "/context"): READ,
     ("POST", "/unified_search"): READ,
+    # the graph registry and overlay composition (tools-graphs-governance §1.1, §2.3)
+    ("GET", "/graphs"): READ,
+    ("POST", "/overlay/compose"): READ,
     # logic memory reads (quipu/logic/tools.json: read_only)
     ("POST", "/logic/echo"): READ,
     ("POST", "/logic/query_logic"): READ,
@@ -81,6 +84,15 @@ ROUTES: Final[dict[tuple[str, str], RouteClass]] = {
     ("POST", "/proposal/reject"): WRITE,
     ("POST", "/embed_backfill"): WRITE,  # vectors are persisted (tools-search §0.2)
     ("POST", "/embed_backfill/graph"): WRITE,  # tools-search §5.12: persists named-only vectors
+    # named graphs (tools-graphs-governance §0.3): /datasets is a write for every action, and
+    # /overlay/create because it writes the registry
+    ("POST", "/graph/create"): WRITE,
+    ("POST", "/graph/label"): WRITE,
+    ("POST", "/graph/freeze"): WRITE,
+    ("POST", "/graph/thaw"): WRITE,
+    ("POST", "/datasets"): WRITE,
+    ("POST", "/overlay/create"): WRITE,
+    ("POST", "/overlay/write"): WRITE,
     # logic memory writes
     ("POST", "/logic/remember_fact"): WRITE,
     ("POST", "/logic/define_rule"): WRITE,
@@ -111,6 +123,7 @@ LANES: Final[dict[tuple[str, str], Lane | None]] = {
     ("GET", "/entity/{iri:path}"): POINT,
     ("POST", "/entity_history"): POINT,
     ("GET", "/stats"): POINT,  # cached per transaction head
+    ("GET", "/graphs"): POINT,  # the registry: a few rows
     ("GET", "/health"): None,
     ("GET", "/version"): None,
     ("GET", "/query"): None,

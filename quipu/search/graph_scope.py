@@ -13,8 +13,10 @@ from typing import Any
 from sqlalchemy import Connection
 
 from quipu.errors import InvalidField
-from quipu.store import graph_members, reads, values
+from quipu.store import datasets, graph_members, values
+from quipu.store import graph_scope as store_scope
 from quipu.store.database import Database
+from quipu.store.graph_registry import META
 from quipu.store.schema import ROOT, ROOT_IRI
 
 SELECTORS = ("graph", "graphs", "all_graphs")
@@ -37,6 +39,14 @@ def requested(body: Mapping[str, Any]) -> bool:
 
 
 def parse(db: Database, conn: Connection, body: Mapping[str, Any]) -> GraphScope:
+    """The request's scope, refused when it falls below the store's label floor (the same
+    check every reader makes, quipu.store.graph_scope)."""
+    scope = _parse(db, conn, body)
+    store_scope.enforce(db, conn, scope.ids)
+    return scope
+
+
+def _parse(db: Database, conn: Connection, body: Mapping[str, Any]) -> GraphScope:
     graph, graph_list, all_graphs = body.get("graph"), body.get("graphs"), body.get("all_graphs")
     if all_graphs is not None and not isinstance(all_graphs, bool):
         raise InvalidField("'all_graphs' must be a boolean", field="all_graphs")
@@ -48,23 +58,24 @@ def parse(db: Database, conn: Connection, body: Mapping[str, Any]) -> GraphScope
     if not given:
         return GraphScope.root_only()
     if all_graphs or graph == "all":
-        return _scope(db, conn, [ROOT, *graph_members.registered(conn)])
+        return _scope(db, conn, [ROOT, *(g for g in graph_members.registered(conn) if g != META)])
     if graph is not None:
         if not isinstance(graph, str):
             raise InvalidField("'graph' must be a graph IRI string, \"all\" or null", field="graph")
-        return _scope(db, conn, [_graph_id(db, conn, graph, "graph")])
+        return _scope(db, conn, list(_graph_ids(db, conn, graph, "graph")))
     if not isinstance(graph_list, list) or not graph_list or not all(isinstance(g, str) for g in graph_list):
         raise InvalidField("'graphs' must be a non-empty array of graph IRI strings", field="graphs")
-    return _scope(db, conn, [_graph_id(db, conn, g, "graphs") for g in graph_list])
+    return _scope(db, conn, [g for iri in graph_list for g in _graph_ids(db, conn, iri, "graphs")])
 
 
-def _graph_id(db: Database, conn: Connection, iri: str, field: str) -> int:
+def _graph_ids(db: Database, conn: Connection, iri: str, field: str) -> frozenset[int]:
+    """A graph IRI, or a dataset IRI standing for its registered members."""
     if iri != ROOT_IRI:
         values.check_iri(iri, field)
-    gid = reads.resolve_graph(db, conn, iri)
-    if gid is None:
+    gids = store_scope.resolve(db, conn, iri)
+    if not gids and not datasets.exists(conn, iri):
         raise InvalidField(f"unknown graph: {iri}; search refuses rather than searching ROOT", field=field)
-    return gid
+    return gids
 
 
 def _scope(db: Database, conn: Connection, ids: list[int]) -> GraphScope:

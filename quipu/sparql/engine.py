@@ -35,11 +35,11 @@ from quipu.sparql.lru import LruCache
 from quipu.sparql.parse_lock import SPARQL_PARSE_LOCK
 from quipu.sparql.tree import leaves, walk
 from quipu.store import budget as budgets
-from quipu.store import statement_limits, values
+from quipu.store import graph_scope, statement_limits, values
 from quipu.store.database import Database
 from quipu.store.dialect import Prepared
 from quipu.store.rdflib_store import QuipuView, dataset
-from quipu.store.reads import dictionary_generation, resolve_graph
+from quipu.store.reads import dictionary_generation
 from quipu.store.views import TemporalView
 
 _UNSUPPORTED = {"ServiceGraphPattern": "SERVICE"}
@@ -61,6 +61,9 @@ class QueryResult:
     triples: list[tuple[Cell, Cell, Cell]] = field(default_factory=list)
     truncated: bool = False
     plan: str = "rdflib"  # "sql": one SQL statement; "mixed": rdflib with SQL sub-plans
+    # The composed label of the graphs read (None: none declares any; {"error"} when it cannot
+    # be composed), folded once per query, not per row.
+    labels: dict[str, Any] | None = None
 
     @property
     def rows(self) -> list[dict[str, Node]]:
@@ -197,22 +200,35 @@ def _check_supported(algebra: CompValue) -> None:
 
 
 def _dataset_scope(
-    db: Database, conn: Any, clause: Sequence[Mapping[str, Any]] | None, graph: str | None
+    db: Database,
+    conn: Any,
+    clause: Sequence[Mapping[str, Any]] | None,
+    graph: str | None,
+    include_kinds: Sequence[str] | None = None,
 ) -> tuple[frozenset[int], frozenset[int] | None]:
-    """Default and named graph ids (DM §15.1 step 3); unknown IRIs contribute nothing."""
+    """Default and named graph ids (DM §15.1 step 3); unknown IRIs contribute nothing, a
+    dataset IRI contributes its registered members, and ``include_kinds`` widens the default
+    graph with every graph of those declared kinds. The label floor is checked here, so the
+    compiled and the rdflib path refuse alike."""
     # CompValue.get() answers a missing key with the key's name, so test membership instead.
     froms = [str(item["default"]) for item in clause or () if "default" in item]
     named_froms = [str(item["named"]) for item in clause or () if "named" in item]
-    if froms:
-        default = {gid for iri in froms if (gid := resolve_graph(db, conn, iri)) is not None}
-    else:
-        gid = resolve_graph(db, conn, graph)
-        default = set() if gid is None else {gid}
+    default: set[int] = set()
+    sources: list[str | None] = list(froms) if froms else [graph]
+    for iri in sources:
+        default |= graph_scope.resolve(db, conn, iri)
+    if include_kinds:
+        default |= graph_scope.of_kinds(conn, include_kinds)
+    named: frozenset[int] | None
     if named_froms:
-        named = {gid for iri in named_froms if (gid := resolve_graph(db, conn, iri)) is not None}
-        return frozenset(default), frozenset(named)
-    # FROM without FROM NAMED activates no named graphs; neither clause means "all of them".
-    return frozenset(default), (frozenset() if froms else None)
+        named = frozenset(g for iri in named_froms for g in graph_scope.resolve(db, conn, iri))
+    else:
+        # FROM without FROM NAMED activates no named graphs; neither clause means "all of them"
+        # (those are floor-checked only when named: a query cannot be refused for a graph it
+        # may never read).
+        named = frozenset() if froms else None
+    graph_scope.enforce(db, conn, default | (named or frozenset()))
+    return frozenset(default), named
 
 
 def run_query(
@@ -230,6 +246,7 @@ def run_query(
     inference: str | None = None,
     default_graphs: Sequence[str] | None = None,
     named_graphs: Sequence[str] | None = None,
+    include_kinds: Sequence[str] | None = None,
 ) -> QueryResult:
     """Evaluate ``text`` at the read point; results are fully materialised in one snapshot.
 
@@ -255,6 +272,7 @@ def run_query(
         query = _with_rdfs(text, base) if inference == "rdfs" else prepare(text, base)
     main = query.algebra
     view = TemporalView.at(as_of_tx=as_of_tx, valid_at=valid_at)
+    graph_scope.refuse_tx_travel(db, as_of_tx)
     with (
         db.read(long=not is_point_lookup(main)) as conn,
         budgets.enforce(db, conn, timeout_ms=timeout_ms, max_join_rows=max_join_rows) as budget,
@@ -265,12 +283,13 @@ def run_query(
         if default_graphs or named_graphs:
             clause = [{"default": iri} for iri in default_graphs or ()]
             clause += [{"named": iri} for iri in named_graphs or ()]
-        default, named = _dataset_scope(db, conn, clause, graph)
+        default, named = _dataset_scope(db, conn, clause, graph, include_kinds)
         scoped = view.with_graphs(default)
+        labels = graph_scope.composed(conn, default)
         if template is not None:
             answer = _run_template(db, conn, template, (base, scoped, named, cap), main)
             if answer is not None:
-                return budget.final(answer, max_rows)
+                return _labelled(budget.final(answer, max_rows), labels)
             query = prepare(text, base)  # the ordinary path, for this text
             main = query.algebra
         if compiled:
@@ -284,7 +303,7 @@ def run_query(
             if plan is not None and not plan.beyond_sql_limits:
                 log.debug("SPARQL via one SQL statement")
                 try:
-                    return budget.final(_run_compiled(db, conn, plan, cap), max_rows)
+                    return _labelled(budget.final(_run_compiled(db, conn, plan, cap), max_rows), labels)
                 except Exception as exc:
                     if not statement_limits.recoverable(db, exc):
                         raise
@@ -303,7 +322,12 @@ def run_query(
         result = _materialise(main.name, res, cap)
         if compiled and store.subplans.used:
             result.plan = "mixed"
-        return budget.final(result, max_rows)
+        return _labelled(budget.final(result, max_rows), labels)
+
+
+def _labelled(result: QueryResult, labels: dict[str, Any] | None) -> QueryResult:
+    result.labels = labels
+    return result
 
 
 @contextmanager

@@ -96,12 +96,12 @@ def result_json(result: QueryResult, prefixes: PrefixMap | None = None) -> dict[
     """The JSON shape of a result: SELECT ``{variables, rows, count, truncated, labels}``, ASK
     ``{result, labels}``, CONSTRUCT/DESCRIBE ``{triples, count, truncated, labels}``.
 
-    An unbound variable is absent from its row. ``labels`` is always ``null`` here: no graph
-    can declare labels yet. ``prefixes`` compacts IRI values (pass None for ``verbose``).
+    An unbound variable is absent from its row. ``labels`` is the composed label of the graphs
+    the query read (``null`` when none declares one). ``prefixes`` compacts IRI values (pass None for ``verbose``).
     """
     iri = compactor(prefixes)
     if result.form == "ASK":
-        return {"result": bool(result.boolean), "labels": None}
+        return {"result": bool(result.boolean), "labels": result.labels}
     if result.form == "SELECT":
         names = result.variables
         rows = [
@@ -113,10 +113,10 @@ def result_json(result: QueryResult, prefixes: PrefixMap | None = None) -> dict[
             "rows": rows,
             "count": len(rows),
             "truncated": result.truncated,
-            "labels": None,
+            "labels": result.labels,
         }
     triples = [
         {"subject": value_json(s, iri), "predicate": value_json(p, iri), "object": value_json(o, iri)}
         for s, p, o in result.triples
     ]
-    return {"triples": triples, "count": len(triples), "truncated": result.truncated, "labels": None}
+    return {"triples": triples, "count": len(triples), "truncated": result.truncated, "labels": result.labels}

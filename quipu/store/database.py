@@ -9,16 +9,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sqlalchemy import Connection, create_engine, inspect, text
+from sqlalchemy import Connection, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
 from quipu.errors import ConfigError, QuipuError, StorageError, WriteRefused
 from quipu.identity import Authenticated
+from quipu.store.archive_mounts import Archives
 from quipu.store.context import WriteContext, head_tx
 from quipu.store.dialect import Dialect, PostgresDialect, SqliteDialect, SqliteTuning
 from quipu.store.events import SeenTerms, emit, record_refusal
+from quipu.store.graph_labels import LabelFloor
 from quipu.store.schema import SCHEMA_REVISION
 from quipu.store.stage import forget_temp_tables
 from quipu.store.terms import TermDictionary
@@ -136,13 +138,24 @@ class Database:
             self._open_sqlite(backend.url, readers, overflow)
         self._failures: tuple[type[Exception], ...] = (SQLAlchemyError, *self.dialect.driver_errors())
         self.terms = TermDictionary()
+        # [quipu.labels]: set by the composition root; None reads with no label work at all.
+        self.label_floor: LabelFloor | None = None
         self.schema_terms_seen: SeenTerms = set()
+        # Frozen graphs' archive packs, attached to every reader connection (archive_mounts.py).
+        self.archives = Archives(enabled=backend.kind == "sqlite" and not backend.memory)
         try:
             self.upgrade()
             if self.dialect.prepares:
                 with self._write_lock, self.writer.connect() as conn, conn.begin():
                     self.dialect.begin_write(conn)
                     self.dialect.prepare(conn)
+            if self.archives.enabled:
+                # Rule FZ-4: a pack the registry names must exist, or the store does not open.
+                with self.writer.connect() as conn:
+                    driver = conn.connection.driver_connection
+                    assert driver is not None
+                    self.archives.load(driver)
+                event.listen(self.reader, "checkout", self.archives.on_checkout)
         except BaseException:
             self._dispose()
             raise
@@ -276,7 +289,28 @@ class Database:
             else:
                 with self.reader.connect() as conn, conn.begin():
                     self.dialect.begin_read(conn)
-                    yield conn
+                    try:
+                        yield conn
+                    finally:
+                        if self.archives.enabled:
+                            Archives.remove_view(conn)
+
+    def reload_archives(self) -> None:
+        """Re-read the frozen-pack registry now (after a freeze or thaw committed here); reader
+        connections attach or detach at their next checkout."""
+        if not self.archives.enabled:
+            return
+        with self._write_lock, self.writer.connect() as conn:
+            driver = conn.connection.driver_connection
+            assert driver is not None
+            self.archives.load(driver)
+
+    @property
+    def file_path(self) -> str | None:
+        """The SQLite store's file (None for PostgreSQL and in-memory stores)."""
+        if self.backend.kind != "sqlite" or self.memory:
+            return None
+        return make_url(self.backend.url).database
 
     def wal_bytes(self) -> int | None:
         """The size of the write-ahead log file of a SQLite store on disk, else None."""

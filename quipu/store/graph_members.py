@@ -12,8 +12,8 @@ from quipu.store.views import TemporalView
 
 
 def registered(conn: Connection) -> list[int]:
-    """Every registered named graph, ascending."""
-    query = select(graphs.c.g).order_by(graphs.c.g)
+    """Every registered named graph that is not frozen, ascending."""
+    query = select(graphs.c.g).where(graphs.c.lifecycle.is_(None)).order_by(graphs.c.g)
     return [int(row[0]) for row in conn.execute(query)]
 
 

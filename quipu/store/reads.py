@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import Connection, func, or_, select
 
 from quipu.errors import InvalidField, NotFound
-from quipu.store import values
+from quipu.store import graph_scope, values
 from quipu.store.database import Database
 from quipu.store.events import read_events
 from quipu.store.schema import (
@@ -63,9 +63,11 @@ def dictionary_generation(conn: Connection) -> tuple[int, int]:
 
 
 def named_graph_ids(conn: Connection, db: Database) -> list[int]:
-    """Every registered graph except ROOT and the meta-graph (the range of ``GRAPH ?g``)."""
+    """Every registered graph except ROOT, the meta-graph and frozen graphs (the range of
+    ``GRAPH ?g``: a frozen graph is read only by naming it, so silence never widens)."""
     meta = db.terms.lookup(conn, (META_IRI,)).get(META_IRI)
-    rows = conn.execute(select(graphs.c.g).where(graphs.c.g != ROOT).order_by(graphs.c.g))
+    query = select(graphs.c.g).where(graphs.c.g != ROOT, graphs.c.lifecycle.is_(None))
+    rows = conn.execute(query.order_by(graphs.c.g))
     return [int(row[0]) for row in rows if row[0] != meta]
 
 
@@ -166,6 +168,7 @@ def cord(
     view = TemporalView()
     c = facts.c
     with db.read() as conn:
+        graph_scope.enforce(db, conn, (ROOT,))  # ROOT is read: the label floor applies
         subjects = select(c.e).distinct().where(view.where(facts))
         if type is not None:  # type wins over predicate (original behaviour)
             ids = db.terms.lookup(conn, (RDF_TYPE, type))
@@ -214,12 +217,14 @@ def unravel(db: Database, *, tx: int | None = None, valid_at: str | None = None)
         raise InvalidField("unravel needs 'tx' or 'valid_at' (or both)", field="tx")
     if isinstance(tx, int) and not isinstance(tx, bool) and tx > I64_MAX:
         tx = I64_MAX  # every transaction id is below it: the same read point
+    graph_scope.refuse_tx_travel(db, tx)
     view = TemporalView.at(as_of_tx=tx, valid_at=valid_at)
     c = facts.c
     query = select(c.e, c.a, c.v, c.valid_from, c.valid_to, c.tx, c.retracted_tx, c.id).where(
         view.where(facts)
     )
     with db.read() as conn:
+        graph_scope.enforce(db, conn, (ROOT,))  # ROOT is read: the label floor applies
         rows = conn.execute(query).all()
         iri_of = db.terms.iris(conn, statement_ids((r.e, r.a, bytes(r.v)) for r in rows))
     rows = sorted(rows, key=lambda r: (iri_of[r.e], iri_of[r.a], r.tx, r.id))
@@ -247,6 +252,7 @@ def entity(db: Database, iri: str, *, expanded: bool = False) -> dict[str, Any]:
     view = TemporalView()
     doc: dict[str, Any] = {"@id": iri}
     with db.read() as conn:
+        graph_scope.enforce(db, conn, (ROOT,))  # ROOT is read: the label floor applies
         tid = db.terms.lookup(conn, (iri,)).get(iri)
         if tid is None:
             return doc
@@ -305,6 +311,7 @@ def entity_history(db: Database, iri: str) -> dict[str, Any]:
         raise InvalidField("missing 'iri' parameter", field="iri")
     c = facts.c
     with db.read() as conn:
+        graph_scope.enforce(db, conn, (ROOT,))  # ROOT is read: the label floor applies
         tid = db.terms.lookup(conn, (iri,)).get(iri)
         if tid is None:
             raise NotFound(f"entity not found: {iri}", field="iri")
@@ -393,6 +400,7 @@ def fragments(
     # so counting claims with it counts distinct statements without a DISTINCT.
     conds: list[Any] = [TemporalView().where(facts), c.dup == 0]
     with db.read() as conn:
+        graph_scope.enforce(db, conn, (ROOT,))  # ROOT is read: the label floor applies
         named = [x for x in (subject, predicate, object_iri) if x is not None]
         ids = db.terms.lookup(conn, named)
         if len(ids) < len(set(named)):

@@ -173,12 +173,26 @@ def _registered(conn: Connection, iri: str, gid: int | None) -> int:
         raise UnknownGraph(
             f"unknown graph: {iri} — create and register it first via graph_create", field="graph"
         )
-    cls = conn.execute(select(graphs.c["class"]).where(graphs.c.g == gid)).scalar()
-    if cls is None:
+    row = conn.execute(select(graphs.c["class"], graphs.c.lifecycle).where(graphs.c.g == gid)).first()
+    if row is None:
         raise UnknownGraph(f"graph {iri} is interned but not registered", field="graph")
-    if cls == "overlay":
+    if row[0] == "overlay":
         raise WriteRefused(f"graph {iri} is an overlay — write through overlay_write", field="graph")
+    refuse_unwritable(iri, row[1])
     return gid
+
+
+def refuse_unwritable(iri: str, lifecycle: str | None) -> None:
+    """The meta-graph is written only by the label, dataset and lifecycle tools, and a frozen
+    graph only after a thaw (tools-graphs-governance §0.8, rule FZ-2)."""
+    if iri == META_IRI:
+        raise WriteRefused(
+            f"graph <{META_IRI}> holds graph labels and lifecycle facts; write it through "
+            "quipu_graph_label and quipu_datasets",
+            field="graph",
+        )
+    if lifecycle == "frozen":
+        raise WriteRefused(f"graph <{iri}> is frozen; thaw it first with quipu_graph_thaw", field="graph")
 
 
 def grouped_rows(

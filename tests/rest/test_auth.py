@@ -189,6 +189,28 @@ def _logic_routes(read_only: bool) -> dict[tuple[str, str], Sample]:
     return out
 
 
+def _graph_label(kb: KnowledgeBase) -> dict[str, Any]:
+    kb.graphs.create(f"{EX}labelled")
+    return {"json": {"graph": f"{EX}labelled", "timestamp": "2026-01-01T00:00:00Z", "freshness": "fresh"}}
+
+
+def _overlay_write(kb: KnowledgeBase) -> dict[str, Any]:
+    kb.graphs.overlay_create(f"{EX}scratch")
+    body = {
+        "overlay": f"{EX}scratch",
+        "op": "assert",
+        "subject": f"{EX}a",
+        "predicate": f"{EX}b",
+        "object": "c",
+    }
+    return {"json": body}
+
+
+def _overlay_compose(kb: KnowledgeBase) -> dict[str, Any]:
+    kb.graphs.overlay_create(f"{EX}scratch")
+    return {"json": {"overlay": f"{EX}scratch"}}
+
+
 WRITES: dict[tuple[str, str], Sample] = {
     ("POST", "/knot"): lambda kb: {"json": {"turtle": f'<{EX}a> <{EX}b> "c" .'}},
     ("POST", "/shapes"): lambda kb: {"json": {"action": "list"}},
@@ -211,6 +233,13 @@ WRITES: dict[tuple[str, str], Sample] = {
     },
     ("POST", "/embed_backfill"): lambda kb: {"json": {}},
     ("POST", "/embed_backfill/graph"): _embed_backfill_graph,
+    ("POST", "/graph/create"): lambda kb: {"json": {"graph": f"{EX}made"}},
+    ("POST", "/graph/label"): _graph_label,
+    ("POST", "/datasets"): lambda kb: {
+        "json": {"action": "create", "name": f"{EX}ds", "members": [f"{EX}g"]}
+    },
+    ("POST", "/overlay/create"): lambda kb: {"json": {"overlay": f"{EX}layer"}},
+    ("POST", "/overlay/write"): _overlay_write,
     **_logic_routes(read_only=False),
 }
 
@@ -226,6 +255,8 @@ NO_TRANSACTION: frozenset[tuple[str, str]] = frozenset(
         ("POST", "/proposal/reject"),
         ("POST", "/embed_backfill"),  # vectors are not facts: no transaction is recorded
         ("POST", "/embed_backfill/graph"),
+        ("POST", "/graph/create"),  # the registry row carries its own provenance
+        ("POST", "/overlay/create"),
     }
     | {route for route in WRITES if route[1].startswith("/logic/")}  # the logic memory's own files
 )
@@ -258,6 +289,8 @@ READS: dict[tuple[str, str], Sample] = {
     },
     ("POST", "/entity_history"): _entity_history,
     ("GET", "/fragments"): lambda kb: {},
+    ("GET", "/graphs"): lambda kb: {},
+    ("POST", "/overlay/compose"): _overlay_compose,
     ("GET", "/transactions"): lambda kb: {},
     ("GET", "/stats"): lambda kb: {},
     ("GET", "/health"): lambda kb: {},

@@ -719,7 +719,6 @@ def test_mutually_exclusive_fields_are_400(client: TestClient, fields: dict[str,
     "fields, field, phrase",
     [
         ({"fork": "experiment"}, "fork", "unknown fork: experiment"),
-        ({"include_kinds": ["inferred"]}, "include_kinds", "inferred"),
         ({"row_labels": True}, "row_labels", "labels"),
         ({"federated": True}, "federated", "no federation remotes are configured"),
     ],
@@ -730,8 +729,6 @@ def test_options_without_their_feature_are_refused(
     body = _problem(client.post("/query", json={"query": "ASK {}", **fields}), 400, "unsupported_option")
     assert body["field"] == field and phrase in body["error"]
     params = {"query": "ASK {}", **{k: v if isinstance(v, str) else json.dumps(v) for k, v in fields.items()}}
-    if "include_kinds" in fields:
-        params["include_kinds"] = "inferred"
     _problem(client.get("/query", params=params), 400, "unsupported_option")
 
 

@@ -65,6 +65,7 @@ from quipu.sparql.results import (
     media_types,
     serialise,
 )
+from quipu.store.graph_scope import check_kind
 
 router = APIRouter(tags=["query"])
 
@@ -235,15 +236,12 @@ def _refuse_options(body: QueryBody) -> None:
             )
     if body.fork is not None:
         raise InvalidField(f"unknown fork: {body.fork}", field="fork", reason="unsupported_option")
-    if body.include_kinds:
-        raise InvalidField(
-            f"unknown graph kind: {body.include_kinds[0]} (this build has no graph kinds)",
-            field="include_kinds",
-            reason="unsupported_option",
-        )
+    for kind in body.include_kinds or ():
+        check_kind(kind, "include_kinds")
     if body.row_labels:
         raise InvalidField(
-            "row_labels: no graph declares labels in this build",
+            "row_labels: per-row graph labels are not supported yet; the response's 'labels' "
+            "carries the composed label of the graphs the query reads",
             field="row_labels",
             reason="unsupported_option",
         )
@@ -297,12 +295,13 @@ def _answer(kb: KnowledgeBase, call: _Call, accept: str | None) -> Response:
         graph=body.graph,
         default_graphs=call.default_graphs,
         named_graphs=call.named_graphs,
+        include_kinds=body.include_kinds,
     )
     inference = withheld.marker(
         kb.db,
         body.query,
         graph=body.graph,
-        dataset=bool(call.default_graphs or call.named_graphs),
+        dataset=bool(call.default_graphs or call.named_graphs or body.include_kinds),
         valid_at=body.valid_at,
         as_of_tx=body.tx,
     )

@@ -28,7 +28,7 @@ from quipu.shacl.update_gate import GraphDelta, check_update
 from quipu.sparql.update.operations import Request, run
 from quipu.sparql.update.parse import Triple, error, parse_update
 from quipu.sparql.update.state import GraphKey, Key, State, graph_key
-from quipu.store import values
+from quipu.store import graph_registry, values
 from quipu.store.context import WriteContext
 from quipu.store.database import Database
 from quipu.store.reads import statement_rows
@@ -40,6 +40,7 @@ from quipu.store.writes import (
     close_statements,
     is_companion,
     open_transaction,
+    refuse_unwritable,
     register_graph_in,
 )
 
@@ -109,6 +110,8 @@ def _check_writable(state: State, key: str) -> None:
     gid = state.gid(key)
     if gid is not None and state.registry().get(gid) == "overlay":
         raise WriteRefused(f"graph {key} is an overlay — write through overlay_write", field="graph")
+    lifecycle = None if gid is None else graph_registry.record(state.conn, gid)
+    refuse_unwritable(key, None if lifecycle is None else lifecycle.lifecycle)
 
 
 def _check_inserted_iris(plans: Sequence[_GraphPlan], new_graphs: Iterable[str]) -> set[str]:

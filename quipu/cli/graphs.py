@@ -95,7 +95,7 @@ def graph_label(
                 kind=kind,
                 valid_to=valid_to,
                 actor=actor,
-            )  # fmt: skip
+            )
         )
 
 

@@ -217,6 +217,7 @@ def _build(
         "created_actor": rec.actor, "data_kind": "archive", "durability_rank": 3,
         "fresh_rank": None if now.freshness is None else ("stale", "recomputing", "fresh").index(now.freshness) + 1,
         "policy": " ".join(now.policy) if now.policy else None,  # trust is dropped: its chain is the origin's
+        "labels_tx": 0,  # declared by the freeze itself, in no transaction of the pack
     }  # fmt: skip
     try:
         with db.read() as conn, sqlite3.connect(building) as target:

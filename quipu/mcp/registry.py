@@ -158,7 +158,9 @@ def _input_schema(
         properties[param["name"]] = _self_contained(prop, components)
         if param.get("required"):
             required.append(param["name"])
-    schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
+    # A GET route refuses unknown parameters unless it says it reports them (``ignored_fields``).
+    annotating = bool(operation.get("x-quipu-annotating"))
+    schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": annotating}
     if required:
         schema["required"] = required
     return schema, None

@@ -285,7 +285,7 @@ def run_query(
             clause += [{"named": iri} for iri in named_graphs or ()]
         default, named = _dataset_scope(db, conn, clause, graph, include_kinds)
         scoped = view.with_graphs(default)
-        labels = graph_scope.composed(conn, default)
+        labels = graph_scope.composed(db, conn, default)
         if template is not None:
             answer = _run_template(db, conn, template, (base, scoped, named, cap), main)
             if answer is not None:

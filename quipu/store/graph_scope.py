@@ -19,13 +19,13 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, bindparam, select
 
 from quipu import times
 from quipu.errors import BadRequest, ConfigError, InvalidField
 from quipu.store import datasets
 from quipu.store.database import Database
-from quipu.store.graph_labels import DURABILITY, FRESHNESS, LabelFloor
+from quipu.store.graph_labels import DURABILITY, FRESHNESS, LabelFloor, Labels
 from quipu.store.graph_registry import META, records
 from quipu.store.schema import ROOT, ROOT_IRI, graphs
 
@@ -83,6 +83,49 @@ def of_kinds(conn: Connection, kinds: Sequence[str]) -> frozenset[int]:
     return frozenset(r.g for r in records(conn, candidates) if not r.labels.expired(now))
 
 
+_LABEL_COLUMNS: Final = (
+    graphs.c.fresh_rank,
+    graphs.c.durability_rank,
+    graphs.c.trust_iri,
+    graphs.c.trust_rank,
+    graphs.c.trust_chain,
+    graphs.c.policy,
+    graphs.c.data_kind,
+    graphs.c.labels_tx,
+    graphs.c.labels_valid_to,
+)
+# One graph's cached label, run straight on the driver: every query folds its graphs' labels,
+# and SQLAlchemy's execution layer would cost more than the lookup.
+_ONE_LABEL: Final = select(graphs.c.g, *_LABEL_COLUMNS).where(graphs.c.g == bindparam("g"))
+_FEW: Final = 16  # more graphs than this: one IN query instead of a probe each
+
+
+def labels_of(db: Database, conn: Connection, gids: Iterable[int]) -> dict[int, Labels]:
+    """The cached label of each registered graph of ``gids`` (undeclared ones included)."""
+    ids = sorted(set(gids))
+    if len(ids) <= _FEW:
+        probe = db.dialect.prepared(_ONE_LABEL)
+        rows = [row for g in ids if (row := probe.run(conn, {"g": g}).fetchone()) is not None]
+    else:
+        rows = list(conn.execute(select(graphs.c.g, *_LABEL_COLUMNS).where(graphs.c.g.in_(ids))))
+    return {int(row[0]): _labels(row[1:]) for row in rows}
+
+
+def _labels(row: Any) -> Labels:
+    fresh, durable, t_iri, t_rank, chain, policy, kind, labels_tx, valid_to = row
+    return Labels(
+        freshness=FRESHNESS[fresh - 1] if fresh else None,
+        durability=DURABILITY[durable - 1] if durable else None,
+        trust_iri=t_iri,
+        trust_rank=None if t_rank is None else int(t_rank),
+        trust_chain=chain,
+        policy=tuple(policy.split()) if policy else None,
+        kind=kind,
+        tx=None if labels_tx is None else int(labels_tx),
+        valid_to=valid_to,
+    )
+
+
 def enforce(db: Database, conn: Connection, gids: Iterable[int]) -> None:
     """Admit a read of ``gids``: refuse it when a graph falls below the store's label floor,
     and make the rows of any frozen graph among them readable (quipu.store.archive_mounts)."""
@@ -93,10 +136,11 @@ def enforce(db: Database, conn: Connection, gids: Iterable[int]) -> None:
     if floor is None or not floor.active or not ids:
         return
     now = times.now()
-    for rec in records(conn, sorted(ids)):
-        why = floor.refusal(rec.labels.in_effect(now))
+    for g, labels in sorted(labels_of(db, conn, ids).items()):
+        why = floor.refusal(labels.in_effect(now))
         if why is not None:
-            raise LabelFloorRefused(f"label floor refused the read: graph <{rec.iri}> {why}")
+            iri = ROOT_IRI if g == ROOT else db.terms.iris(conn, (g,))[g]
+            raise LabelFloorRefused(f"label floor refused the read: graph <{iri}> {why}")
 
 
 def refuse_tx_travel(db: Database, as_of_tx: int | None) -> None:
@@ -111,14 +155,14 @@ def refuse_tx_travel(db: Database, as_of_tx: int | None) -> None:
         )
 
 
-def composed(conn: Connection, gids: Iterable[int]) -> dict[str, Any] | None:
+def composed(db: Database, conn: Connection, gids: Iterable[int]) -> dict[str, Any] | None:
     """The composed label of a graph set (None when no graph in it declares anything), or
     ``{"error": …}`` when trust ranks from different chains would have to be compared."""
-    ids = sorted(set(gids))
-    if not ids:
+    found = labels_of(db, conn, gids)
+    if not any(lab.declared for lab in found.values()):
         return None
     now = times.now()
-    labels = [r.labels.in_effect(now) for r in records(conn, ids)]
+    labels = [lab.in_effect(now) for lab in found.values()]
     if not any(lab.declared for lab in labels):
         return None
     n = len(labels)

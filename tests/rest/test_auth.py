@@ -8,6 +8,7 @@ added to the table without a sample request here fails ``test_every_route_has_a_
 from __future__ import annotations
 
 import hashlib
+import itertools
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -206,6 +207,27 @@ def _overlay_write(kb: KnowledgeBase) -> dict[str, Any]:
     return {"json": body}
 
 
+_FROZEN = itertools.count()
+
+
+def _sqlite_only(kb: KnowledgeBase) -> None:
+    if kb.db.file_path is None:
+        pytest.skip("freeze and thaw need a SQLite store on disk (refused on PostgreSQL)")
+
+
+def _graph_freeze(kb: KnowledgeBase) -> dict[str, Any]:
+    _sqlite_only(kb)
+    graph = f"{EX}cold{next(_FROZEN)}"
+    kb.graphs.create(graph)
+    return {"json": {"graph": graph, "timestamp": "2026-01-01T00:00:00Z"}}
+
+
+def _graph_thaw(kb: KnowledgeBase) -> dict[str, Any]:
+    body = _graph_freeze(kb)["json"]
+    kb.graphs.freeze(**body)
+    return {"json": body}
+
+
 def _overlay_compose(kb: KnowledgeBase) -> dict[str, Any]:
     kb.graphs.overlay_create(f"{EX}scratch")
     return {"json": {"overlay": f"{EX}scratch"}}
@@ -235,6 +257,8 @@ WRITES: dict[tuple[str, str], Sample] = {
     ("POST", "/embed_backfill/graph"): _embed_backfill_graph,
     ("POST", "/graph/create"): lambda kb: {"json": {"graph": f"{EX}made"}},
     ("POST", "/graph/label"): _graph_label,
+    ("POST", "/graph/freeze"): _graph_freeze,
+    ("POST", "/graph/thaw"): _graph_thaw,
     ("POST", "/datasets"): lambda kb: {
         "json": {"action": "create", "name": f"{EX}ds", "members": [f"{EX}g"]}
     },

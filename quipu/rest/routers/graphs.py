@@ -59,6 +59,9 @@ _LIST_PARAMS = frozenset({"kind", "lifecycle"})
     response_model=GraphListResponse,
     response_model_exclude_unset=True,
     response_model_by_alias=True,
+    # Annotating, as every tool of its group (tools-graphs-governance §0.5): unknown parameters
+    # are reported, so the MCP schema admits them.
+    openapi_extra={"x-quipu-annotating": True},
 )
 def graph_list(
     request: Request,

@@ -210,12 +210,12 @@ def test_fz5_a_reader_opened_before_the_freeze_sees_the_frozen_rows(
     before = rows(client, ALL, graph=G, verbose=True)
     location = str(kb_of(client).db.location)
     with quipu.open(location) as other:  # another store handle: its own pooled readers
-        assert len(other.query(ALL, graph=G)) == 3
+        assert len(other.query_result(ALL, graph=G).table) == 3
         freeze(client)
-        assert len(other.query(ALL, graph=G)) == len(before)
+        assert len(other.query_result(ALL, graph=G).table) == len(before)
         assert rows(client, ALL, graph=G, verbose=True) == before
         thaw(client)
-        assert len(other.query(ALL, graph=G)) == len(before)
+        assert len(other.query_result(ALL, graph=G).table) == len(before)
 
 
 def test_fz6_freeze_keeps_embeddings_and_th4_restore_is_idempotent(client: TestClient) -> None:

@@ -15,7 +15,7 @@ from sqlalchemy import Connection
 from quipu import times
 from quipu.errors import InvalidField
 from quipu.identity import Authenticated
-from quipu.store import graph_facts, graph_registry, values
+from quipu.store import graph_facts, graph_registry, graph_scope, values
 from quipu.store.database import Database
 from quipu.store.graph_facts import Key
 from quipu.store.graph_registry import GraphRecord
@@ -129,6 +129,8 @@ def compose(db: Database, overlay: object, precedence: object = None) -> dict[st
     with db.read() as conn:
         rec = _overlay(db, conn, iri)
         assert rec.parent is not None
+        # A read of both graphs: the label floor applies, and a frozen parent reads from its pack.
+        graph_scope.enforce(db, conn, (rec.g, rec.parent))
         mine = graph_facts.live(conn, rec.g)
         parent = graph_facts.live(conn, rec.parent)
         hidden = graph_facts.live(conn, rec.g, OP_TOMBSTONE)

@@ -25,6 +25,22 @@ class Labels:
     tx: int | None = None  # the declaring transaction; None: never labelled
     valid_to: str | None = None  # after this instant the declaration reads as undeclared
 
+    @classmethod
+    def from_cache(cls, row: Any) -> Labels:
+        """The registry's cache columns, in ``LABEL_COLUMNS`` order, as labels."""
+        fresh, durable, t_iri, t_rank, chain, policy, kind, labels_tx, valid_to = row
+        return cls(
+            freshness=FRESHNESS[fresh - 1] if fresh else None,
+            durability=DURABILITY[durable - 1] if durable else None,
+            trust_iri=t_iri,
+            trust_rank=None if t_rank is None else int(t_rank),
+            trust_chain=chain,
+            policy=tuple(policy.split()) if policy else None,
+            kind=kind,
+            tx=None if labels_tx is None else int(labels_tx),
+            valid_to=valid_to,
+        )
+
     def expired(self, now: str) -> bool:
         return self.valid_to is not None and self.valid_to <= now
 

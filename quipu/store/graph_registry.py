@@ -44,6 +44,9 @@ _COLUMNS = (
     graphs.c.created_actor,
     graphs.c.source,
     graphs.c.lifecycle,
+)
+# The label cache, in the order Labels.from_cache reads it.
+LABEL_COLUMNS: Final = (
     graphs.c.fresh_rank,
     graphs.c.durability_rank,
     graphs.c.trust_iri,
@@ -54,25 +57,12 @@ _COLUMNS = (
     graphs.c.labels_tx,
     graphs.c.labels_valid_to,
 )
-_SELECT = select(*_COLUMNS).select_from(graphs.outerjoin(terms, terms.c.id == graphs.c.g))
+_SELECT = select(*_COLUMNS, *LABEL_COLUMNS).select_from(graphs.outerjoin(terms, terms.c.id == graphs.c.g))
 
 
 def _record(row: Any) -> GraphRecord:
-    (g, iri, cls, parent, created_at, actor, source, lifecycle, fresh, durable, t_iri, t_rank, chain) = row[
-        :13
-    ]
-    policy, kind, labels_tx, valid_to = row[13:]
-    labels = Labels(
-        freshness=FRESHNESS[fresh - 1] if fresh else None,
-        durability=DURABILITY[durable - 1] if durable else None,
-        trust_iri=t_iri,
-        trust_rank=None if t_rank is None else int(t_rank),
-        trust_chain=chain,
-        policy=tuple(policy.split()) if policy else None,
-        kind=kind,
-        tx=None if labels_tx is None else int(labels_tx),
-        valid_to=valid_to,
-    )
+    g, iri, cls, parent, created_at, actor, source, lifecycle = row[: len(_COLUMNS)]
+    labels = Labels.from_cache(row[len(_COLUMNS) :])
     return GraphRecord(
         int(g),
         ROOT_IRI if g == ROOT else str(iri),

@@ -26,7 +26,7 @@ from quipu.errors import BadRequest, ConfigError, InvalidField
 from quipu.store import datasets
 from quipu.store.database import Database
 from quipu.store.graph_labels import DURABILITY, FRESHNESS, LabelFloor, Labels
-from quipu.store.graph_registry import META, records
+from quipu.store.graph_registry import LABEL_COLUMNS, META, records
 from quipu.store.schema import ROOT, ROOT_IRI, graphs
 
 KIND_TOKEN: Final = re.compile(r"[a-z][a-z0-9-]*\Z")
@@ -83,20 +83,9 @@ def of_kinds(conn: Connection, kinds: Sequence[str]) -> frozenset[int]:
     return frozenset(r.g for r in records(conn, candidates) if not r.labels.expired(now))
 
 
-_LABEL_COLUMNS: Final = (
-    graphs.c.fresh_rank,
-    graphs.c.durability_rank,
-    graphs.c.trust_iri,
-    graphs.c.trust_rank,
-    graphs.c.trust_chain,
-    graphs.c.policy,
-    graphs.c.data_kind,
-    graphs.c.labels_tx,
-    graphs.c.labels_valid_to,
-)
 # One graph's cached label, run straight on the driver: every query folds its graphs' labels,
 # and SQLAlchemy's execution layer would cost more than the lookup.
-_ONE_LABEL: Final = select(graphs.c.g, *_LABEL_COLUMNS).where(graphs.c.g == bindparam("g"))
+_ONE_LABEL: Final = select(graphs.c.g, *LABEL_COLUMNS).where(graphs.c.g == bindparam("g"))
 _FEW: Final = 16  # more graphs than this: one IN query instead of a probe each
 
 
@@ -107,23 +96,8 @@ def labels_of(db: Database, conn: Connection, gids: Iterable[int]) -> dict[int, 
         probe = db.dialect.prepared(_ONE_LABEL)
         rows = [row for g in ids if (row := probe.run(conn, {"g": g}).fetchone()) is not None]
     else:
-        rows = list(conn.execute(select(graphs.c.g, *_LABEL_COLUMNS).where(graphs.c.g.in_(ids))))
-    return {int(row[0]): _labels(row[1:]) for row in rows}
-
-
-def _labels(row: Any) -> Labels:
-    fresh, durable, t_iri, t_rank, chain, policy, kind, labels_tx, valid_to = row
-    return Labels(
-        freshness=FRESHNESS[fresh - 1] if fresh else None,
-        durability=DURABILITY[durable - 1] if durable else None,
-        trust_iri=t_iri,
-        trust_rank=None if t_rank is None else int(t_rank),
-        trust_chain=chain,
-        policy=tuple(policy.split()) if policy else None,
-        kind=kind,
-        tx=None if labels_tx is None else int(labels_tx),
-        valid_to=valid_to,
-    )
+        rows = list(conn.execute(select(graphs.c.g, *LABEL_COLUMNS).where(graphs.c.g.in_(ids))))
+    return {int(row[0]): Labels.from_cache(row[1:]) for row in rows}
 
 
 def enforce(db: Database, conn: Connection, gids: Iterable[int]) -> None:

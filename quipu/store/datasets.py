@@ -13,8 +13,7 @@ from collections.abc import Sequence
 from sqlalchemy import Connection, delete, select
 
 from quipu.store.context import WriteContext
-from quipu.store.database import Database
-from quipu.store.schema import META_IRI, ROOT, ROOT_IRI, dataset_members, datasets, graphs
+from quipu.store.schema import dataset_members, datasets
 
 Member = tuple[str, int | None]  # graph IRI, declared rank
 
@@ -49,23 +48,6 @@ def members(conn: Connection, name: str) -> list[Member] | None:
     )
     found: list[Member] = [(str(r[0]), None if r[1] is None else int(r[1])) for r in rows]
     return sorted(found, key=lambda m: (m[1] is None, m[1] if m[1] is not None else 0, m[0]))
-
-
-def member_ids(db: Database, conn: Connection, name: str) -> frozenset[int] | None:
-    """The registered member graphs of a dataset, by id; None when ``name`` is no dataset.
-
-    The meta-graph never counts as a member: it is read only by naming it directly.
-    """
-    found = members(conn, name)
-    if found is None:
-        return None
-    iris = [g for g, _ in found if g != META_IRI]
-    ids = {ROOT} if ROOT_IRI in iris else set()
-    interned = db.terms.lookup(conn, [g for g in iris if g != ROOT_IRI])
-    if interned:
-        rows = conn.execute(select(graphs.c.g).where(graphs.c.g.in_(sorted(interned.values()))))
-        ids |= {int(r[0]) for r in rows}
-    return frozenset(ids)
 
 
 def add_member(ctx: WriteContext, name: str, graph: str, now: str) -> None:

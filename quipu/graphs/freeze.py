@@ -69,7 +69,10 @@ def confined_dir(root: Path, out_dir: object) -> Path:
         if not isinstance(out_dir, str) or not out_dir.strip() or "\x00" in out_dir:
             raise InvalidField("'out_dir' must be a non-empty directory path", field="out_dir")
         given = Path(out_dir)
-        target = (given if given.is_absolute() else root / given).resolve()
+        try:
+            target = (given if given.is_absolute() else root / given).resolve()
+        except (OSError, RuntimeError) as exc:  # a name too long, a symlink loop
+            raise InvalidField(f"'out_dir' {out_dir!r} cannot be resolved: {exc}", field="out_dir") from None
     if target != root and root not in target.parents:
         raise InvalidField(
             f"'out_dir' {out_dir!r} is outside the archive directory {root} ([quipu.graphs] archive_dir); "
@@ -77,7 +80,11 @@ def confined_dir(root: Path, out_dir: object) -> Path:
             field="out_dir",
             reason="path_outside_archive_dir",
         )
-    if not target.is_dir():
+    try:
+        is_dir = target.is_dir()
+    except OSError:
+        is_dir = False
+    if not is_dir:
         raise InvalidField(f"'out_dir' {out_dir!r} is not an existing directory", field="out_dir")
     return target
 

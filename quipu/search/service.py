@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, cast
 
 from quipu.search.state import NO_PROVIDER
+from quipu.store import graph_scope
 from quipu.store import vectors as store_vectors
 from quipu.store.database import Database
 
@@ -227,6 +228,7 @@ class Search:
         ``top_k`` that is not an integer >= 0 falls back to ``[quipu.resolution] top_k``."""
         from quipu.search import resolve
 
+        graph_scope.enforce_root(self.db)  # they read ROOT: the label floor applies
         valid_k = isinstance(top_k, int) and not isinstance(top_k, bool) and top_k >= 0
         provider = self.provider()
         return resolve.resolve(
@@ -243,6 +245,7 @@ class Search:
         """``POST /spotlight`` (tools-search §5.9): known entities mentioned in ``text``."""
         from quipu.search import spotlight
 
+        graph_scope.enforce_root(self.db)  # they read ROOT: the label floor applies
         return spotlight.spotlight(self.db, text, confidence, self.settings.query_timeout_ms)
 
     def reconcile(self, queries: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -255,6 +258,7 @@ class Search:
             return reconcile.manifest()
         if not isinstance(queries, Mapping):
             raise WrongType("'queries' must be an object", field="queries")
+        graph_scope.enforce_root(self.db)  # they read ROOT: the label floor applies
         return reconcile.reconcile(self.db, queries)
 
     # -- substring search and context: search_nodes, search_facts, context, unified_search ----------
@@ -263,18 +267,21 @@ class Search:
         """``POST /search_nodes`` (tools-search §5.3): entities by case-insensitive substring."""
         from quipu.search import lexical
 
+        graph_scope.enforce_root(self.db)  # they read ROOT: the label floor applies
         return lexical.search_nodes(self.db, self.settings, query, **options)
 
     def search_facts(self, query: str, **options: Any) -> dict[str, Any]:
         """``POST /search_facts`` (tools-search §5.4): facts whose predicate or object contains ``query``."""
         from quipu.search import lexical
 
+        graph_scope.enforce_root(self.db)  # they read ROOT: the label floor applies
         return lexical.search_facts(self.db, self.settings, query, **options)
 
     def context(self, query: str, **options: Any) -> dict[str, Any]:
         """``POST /context`` (tools-search §5.7): direct hits, their links and their facts."""
         from quipu.search import context
 
+        graph_scope.enforce_root(self.db)  # they read ROOT: the label floor applies
         return context.context(self.db, self.settings, self.embeddings(), query, **options)
 
     def unified_search(
@@ -284,6 +291,7 @@ class Search:
         when a vector is given or the query can be embedded (embedded before the store is read)."""
         from quipu.search import context
 
+        graph_scope.enforce_root(self.db)  # they read ROOT: the label floor applies
         vector = context.query_vector(query, embedding, self.provider)
         index = self.index if vector is not None else None
         return context.unified_search(

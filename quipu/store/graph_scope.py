@@ -128,6 +128,16 @@ def enforce(db: Database, conn: Connection, gids: Iterable[int]) -> None:
             raise LabelFloorRefused(f"label floor refused the read: graph <{iri}> {why}")
 
 
+def enforce_root(db: Database) -> None:
+    """The label floor for a reader of ROOT that opens its snapshots itself (the search tools);
+    nothing is read when no floor is configured."""
+    floor = db.label_floor
+    if floor is None or not floor.active:
+        return
+    with db.read() as conn:
+        enforce(db, conn, (ROOT,))
+
+
 def refuse_tx_travel(db: Database, as_of_tx: int | None) -> None:
     """Rule FZ-3: transaction-time reads are refused while any archive pack is mounted (the
     packs hold other transactions' rows); valid-time reads keep working."""

@@ -61,6 +61,20 @@ ROOT_READS: dict[str, Callable[[TestClient], Any]] = {
     "cord": lambda c: c.post("/cord", json={}),
     "unravel": lambda c: c.post("/unravel", json={"valid_at": "2030-01-01T00:00:00Z"}),
     "search": lambda c: c.post("/search", json={"embedding": [0.1] * 384}),
+    "search_nodes": lambda c: c.post("/search_nodes", json={"query": "s"}),
+    "search_facts": lambda c: c.post("/search_facts", json={"query": "s"}),
+    "context": lambda c: c.post("/context", json={"query": "s"}),
+    "unified_search": lambda c: c.post("/unified_search", json={"query": "s", "embedding": [0.1] * 384}),
+    "resolve": lambda c: c.post("/resolve", json={"name": "s"}),
+    "spotlight": lambda c: c.post("/spotlight", json={"text": "s and t"}),
+    "reconcile": lambda c: c.post("/reconcile", json={"queries": {"q0": {"query": "s"}}}),
+    "hybrid_search": lambda c: c.post(
+        "/hybrid_search", json={"embedding": [0.1] * 384, "sparql": "SELECT ?s WHERE { ?s ?p ?o }"}
+    ),
+    "search_query": lambda c: c.post(
+        "/search/query",
+        json={"sparql": "SELECT ?s WHERE { ?s ?p ?o }", "mode": "semantic", "embedding": [0.1] * 384},
+    ),
 }
 
 

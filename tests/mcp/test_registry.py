@@ -209,7 +209,9 @@ def expected_schema(openapi: dict[str, Any], spec: ToolSpec) -> dict[str, Any]:
                 if "description" in param:
                     prop.setdefault("description", param["description"])
                 properties[param["name"]] = _local_refs(_untitled(prop))
-        schema = {"type": "object", "properties": properties, "additionalProperties": False}
+        # strict unless the route says it reports unknown parameters (x-quipu-annotating)
+        annotating = bool(operation.get("x-quipu-annotating"))
+        schema = {"type": "object", "properties": properties, "additionalProperties": annotating}
         required = [
             p["name"] for p in operation.get("parameters", []) if p["in"] == "query" and p.get("required")
         ]
@@ -273,10 +275,16 @@ def test_strict_tools_forbid_extra_keys_and_annotating_tools_do_not(registry: Re
         assert (extra is False) is (name in STRICT), name
 
 
-def test_every_get_tool_is_strict(registry: Registry) -> None:
+# GET tools whose route reports unknown parameters as ignored_fields, as the graph group's tools
+# do (tools-graphs-governance §0.5); every other GET tool refuses them.
+ANNOTATING_GET_TOOLS = {"quipu_graph_list"}
+
+
+def test_every_get_tool_is_strict_unless_its_route_annotates(registry: Registry) -> None:
     for spec in registry:
         if spec.method == "GET":
-            assert spec.input_schema["additionalProperties"] is False, spec.name
+            expected = spec.name in ANNOTATING_GET_TOOLS
+            assert spec.input_schema["additionalProperties"] is expected, spec.name
 
 
 def _refs(node: Any) -> Iterator[str]:

@@ -333,24 +333,34 @@ class Server:
     """A ``quipu-server`` child process on a store file; ``kill`` is SIGKILL."""
 
     def __init__(self, db: Path) -> None:
-        self.base = f"http://127.0.0.1:{free_port()}"
+        # A port another test took between free_port() and the bind makes the child exit: try a
+        # fresh port then, and say what the child printed when it still does not come up.
+        for attempt in range(3):
+            self.base = f"http://127.0.0.1:{free_port()}"
+            self.log = db.with_name(f"{db.name}.server{attempt}.log")
+            if self._started(db):
+                return
+        raise RuntimeError(f"quipu-server did not start: {self.log.read_text(errors='replace')[-2000:]}")
+
+    def _started(self, db: Path) -> bool:
         script = Path(sys.executable).parent / "quipu-server"
-        self.proc = subprocess.Popen(
-            [str(script), "--db", str(db), "--bind", self.base.removeprefix("http://")],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            env={**os.environ, "QUIPU_CONFIG": os.devnull},
-        )
-        deadline = time.monotonic() + 20
+        with self.log.open("wb") as log:
+            self.proc = subprocess.Popen(
+                [str(script), "--db", str(db), "--bind", self.base.removeprefix("http://")],
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                env={**os.environ, "QUIPU_CONFIG": os.devnull},
+            )
+        deadline = time.monotonic() + 60  # a loaded CI machine, not a speed target
         while True:
             try:
                 if httpx.get(self.base + "/health", timeout=1).status_code == 200:
-                    return
+                    return True
             except httpx.TransportError:
                 pass
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 self.kill()
-                raise RuntimeError("quipu-server did not start")
+                return False
             time.sleep(0.05)
 
     def post(self, path: str, body: dict[str, Any]) -> httpx.Response:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -32,7 +33,7 @@ from quipu.identity import Authenticated
 from quipu.store import archive_packs, datasets, graph_facts, graph_lifecycle, graph_registry, values
 from quipu.store.archive_packs import content_hash, driver, history_text
 from quipu.store.database import Database
-from quipu.store.graph_labels import Labels
+from quipu.store.graph_labels import FRESHNESS
 from quipu.store.graph_registry import META, GraphRecord
 from quipu.store.graph_scope import FROZEN_DATASET
 from quipu.store.schema import META_IRI, ROOT_IRI
@@ -89,10 +90,14 @@ def confined_dir(root: Path, out_dir: object) -> Path:
     return target
 
 
+def local_name(iri: str) -> str:
+    return re.split(r"[/#:]", iri.rstrip("/#:"))[-1]
+
+
 def alias_for(iri: str, taken: set[str]) -> str:
     """``fz_<local name>``: lowercased, anything but [a-z0-9] as ``_``, ``g`` first when it does
     not start with a letter, then ``_2``, ``_3`` … past the aliases already used."""
-    local = re.split(r"[/#:]", iri.rstrip("/#:"))[-1] or "graph"
+    local = local_name(iri) or "graph"
     name = re.sub(r"[^a-z0-9]", "_", local.lower())
     if not name[:1].isalpha():
         name = "g" + name
@@ -183,9 +188,7 @@ def freeze(
                     f"graph <{iri}> changed while it was being frozen; nothing was deleted {leftover}"
                 )
             now = rec.labels.in_effect(times.now())
-            archived = Labels(
-                now.freshness, "backed", now.trust_iri, now.trust_rank, now.trust_chain, now.policy, "archive"
-            )
+            archived = replace(now, durability="backed", kind="archive", tx=None, valid_to=None)
             labels.declare(db, ctx, rec.g, iri, stamp, archived, actor=actor, source="graph-freeze")
             tx = open_transaction(ctx, timestamp=stamp, actor=actor, source="graph-freeze", graph=META)
             graph_facts.assert_triples(
@@ -222,7 +225,7 @@ def _build(
     registry_row = {
         "g": rec.g, "class": "committed", "parent_branch": None, "created_at": rec.created_at,
         "created_actor": rec.actor, "data_kind": "archive", "durability_rank": 3,
-        "fresh_rank": None if now.freshness is None else ("stale", "recomputing", "fresh").index(now.freshness) + 1,
+        "fresh_rank": None if now.freshness is None else FRESHNESS.index(now.freshness) + 1,
         "policy": " ".join(now.policy) if now.policy else None,  # trust is dropped: its chain is the origin's
         "labels_tx": 0,  # declared by the freeze itself, in no transaction of the pack
     }  # fmt: skip
@@ -233,7 +236,7 @@ def _build(
                 target,
                 {
                     "pack_format": archive_packs.PACK_FORMAT,
-                    "name": re.split(r"[/#:]", iri.rstrip("/#:"))[-1],
+                    "name": local_name(iri),
                     "version": 1,
                     "term_space": "origin",  # term and transaction ids are the origin store's
                     "content_hash": digest,
@@ -294,15 +297,7 @@ def thaw(
             graph_registry.set_lifecycle(ctx, gid, None)
             now = rec.labels.in_effect(times.now())
             # durability stays backed: the pack still exists
-            thawed = Labels(
-                now.freshness,
-                "backed",
-                now.trust_iri,
-                now.trust_rank,
-                now.trust_chain,
-                now.policy,
-                "operational",
-            )
+            thawed = replace(now, durability="backed", kind="operational", tx=None, valid_to=None)
             labels.declare(db, ctx, gid, iri, stamp, thawed, actor=actor, source="graph-thaw")
             tx = open_transaction(ctx, timestamp=stamp, actor=actor, source="graph-thaw", graph=META)
             graph_facts.close_triple(db, ctx, tx, (iri, Q + "lifecycleState", values.string("frozen")))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any, Final
 
 from quipu import times
@@ -144,15 +145,8 @@ def declare(
     """Write one declaration inside an open write: meta facts plus the cache; the tx id."""
     tx = open_transaction(ctx, timestamp=start, actor=actor, source=source, graph=META)
     graph_facts.assert_triples(db, ctx, tx, triples(graph, labels), start, labels.valid_to)
-    graph_registry.write_labels(ctx, gid, _with_tx(labels, tx.id))
+    graph_registry.write_labels(ctx, gid, replace(labels, tx=tx.id))
     return tx.id
-
-
-def _with_tx(labels: Labels, tx: int) -> Labels:
-    return Labels(
-        labels.freshness, labels.durability, labels.trust_iri, labels.trust_rank, labels.trust_chain,
-        labels.policy, labels.kind, tx, labels.valid_to,
-    )  # fmt: skip
 
 
 def label_graph(

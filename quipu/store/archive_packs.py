@@ -26,7 +26,6 @@ from typing import Any, Final
 
 from sqlalchemy import Connection
 
-from quipu.store import values
 from quipu.store.schema import facts, graphs, transactions, vectors
 from quipu.store.terms import iri_hash
 
@@ -200,10 +199,6 @@ def read_record(path: str, graph_iri: str) -> PackRecord:
             rec["entity_id"] = iri_of[rec["entity_id"]]
             vecs.append(rec)
     return PackRecord(found, txs, vecs)
-
-
-def reencode_ref(value: bytes, new_id: int) -> bytes:
-    return values.ref(new_id) if values.ref_id(value) is not None else value
 
 
 def prepare_pack_file(path: str) -> None:

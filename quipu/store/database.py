@@ -150,11 +150,7 @@ class Database:
                     self.dialect.begin_write(conn)
                     self.dialect.prepare(conn)
             if self.archives.enabled:
-                # Rule FZ-4: a pack the registry names must exist, or the store does not open.
-                with self.writer.connect() as conn:
-                    driver = conn.connection.driver_connection
-                    assert driver is not None
-                    self.archives.load(driver)
+                self.reload_archives()  # rule FZ-4: a pack the registry names must exist
                 event.listen(self.reader, "checkout", self.archives.on_checkout)
         except BaseException:
             self._dispose()

@@ -36,7 +36,7 @@ from sqlalchemy.sql.dml import Insert, Update
 from quipu import times
 from quipu.errors import InvalidField, NotFound, UnknownGraph, WriteRefused
 from quipu.identity import Authenticated
-from quipu.store import values
+from quipu.store import graph_registry, values
 from quipu.store.context import TxInfo, WriteContext
 from quipu.store.database import Database
 from quipu.store.schema import (
@@ -675,17 +675,4 @@ def register_graph_in(
     SPARQL Update registers the graphs it inserts into in the same database transaction as its
     facts, so a failed update leaves no registration behind.
     """
-    gid = db.terms.intern(ctx, (iri,))[iri]
-    if ctx.conn.execute(select(graphs.c.g).where(graphs.c.g == gid)).first() is not None:
-        return gid, False
-    ctx.conn.execute(
-        insert(graphs),
-        {
-            "g": gid,
-            "class": "committed",
-            "parent_branch": None,
-            "created_at": times.normalise_timestamp(timestamp),
-            "created_actor": actor,
-        },
-    )
-    return gid, True
+    return graph_registry.register(db, ctx, iri, created_at=times.normalise_timestamp(timestamp), actor=actor)

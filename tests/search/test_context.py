@@ -238,29 +238,6 @@ def test_ppr_rerank_without_a_seed_in_the_projection_keeps_the_order(client: Tes
     assert ranked(context(client, query="needle", ppr_rerank=True)) == ranked(context(client, query="needle"))
 
 
-def test_personalized_pagerank_is_the_fixed_point_of_section_6_5() -> None:
-    # a -> b (twice: parallel edges count), a -> c, b -> c, c -> a, c -> d; d dangles; e -> a
-    edges = [(1, 2), (1, 2), (1, 3), (2, 3), (3, 1), (3, 4), (5, 1)]
-    projection = ppr.project(edges)
-    assert projection.nodes.tolist() == [1, 2, 3, 4, 5]  # first appearance as an endpoint
-    scores = ppr.personalized(projection, [1, 3, 3], tolerance=1e-12, max_iters=1000)
-    assert scores is not None
-    n, d = 5, ppr.DAMPING
-    restart = np.array([1, 0, 2, 0, 0], dtype=np.float64) / 3
-    transition = np.zeros((n, n))
-    for s, t in edges:
-        out = sum(1 for x, _ in edges if x == s)
-        transition[projection.position[t], projection.position[s]] += 1 / out
-    dangling = np.array([0, 0, 0, 1, 0], dtype=np.float64)
-    # x = (1-d) r + d T x + d (dangling . x) r, solved directly
-    system = np.eye(n) - d * transition - d * np.outer(restart, dangling)
-    expected = np.linalg.solve(system, (1 - d) * restart)
-    np.testing.assert_allclose(scores, expected / expected.sum(), rtol=1e-9)
-    assert abs(scores.sum() - 1) < 1e-12 and scores[4] == 0.0  # e is never reached from the seeds
-    assert ppr.personalized(projection, [99]) is None
-    assert ppr.personalized(ppr.project([]), [1]) is None
-
-
 def test_the_projection_is_cached_until_a_transaction_commits(client: TestClient) -> None:
     knot(client, ":a :to :b .")
     db = kb_of(client).db

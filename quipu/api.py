@@ -24,6 +24,8 @@ from quipu.episodes import retract as episode_retract
 from quipu.episodes import write as episode_write
 from quipu.episodes.iris import DEFAULT_BASE_NS
 from quipu.governance import proposals
+from quipu.graphs.analytics import Analytics
+from quipu.graphs.questions import Questions
 from quipu.graphs.service import Graphs
 from quipu.search.service import Search
 from quipu.shacl import gate, registry
@@ -121,6 +123,8 @@ class KnowledgeBase:
 
         # Named graphs: registry, labels, datasets, overlays and deep freeze.
         self.graphs = Graphs(db, archive_dir)
+        # Graph analytics: node-link view, projections and their algorithms, report, impact.
+        self.analytics = Analytics(db)
 
         # -- shapes and schema proposals
         self.load_shapes = partial(registry.load, db)
@@ -141,6 +145,8 @@ class KnowledgeBase:
             timeout_ms=timeout_ms,
             max_join_rows=max_join_rows,
         )
+        # Named questions (ask, stored queries, co-occurrence) run through query_result's budgets.
+        self.questions = Questions(db, self.query_result)
         self.export_result = partial(
             documents_export.export,
             db,

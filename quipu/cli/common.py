@@ -103,6 +103,13 @@ def read_bytes(path: str, flag: str = "FILE", *, what: str | None = None) -> byt
     return sys.stdin.buffer.read() if file is None else file.read_bytes()
 
 
+def stage_bar() -> Progress:
+    """A pulsing bar on stderr for work of unknown length: the current stage and the time taken."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=err())
+
+
 def progress_bar(label: str, unit: str = "", *, disable: bool = False) -> Progress:
     """A progress bar on stderr: LABEL, the bar, done/total UNIT and the time taken."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn

@@ -11,7 +11,7 @@ import typer
 from quipu.cli.common import ConfigOption, DbOption, emit, open_store
 
 group = typer.Typer(
-    help="Named graphs: list the registry, create, label, freeze into an archive pack, thaw.",
+    help="Named graphs: list the registry, create, label, freeze into an archive pack, thaw; view ROOT.",
     no_args_is_help=True,
 )
 
@@ -130,3 +130,25 @@ def graph_thaw(
     """Restore a frozen graph's full history from its pack and make it writable again."""
     with open_store(db, config) as kb:
         emit(kb.graphs.thaw(graph=graph, timestamp=_now(timestamp), actor=actor))
+
+
+@group.command("view")
+def graph_view(
+    limit: Annotated[int, typer.Option("--limit", min=0, help="node budget (at most 2000)")] = 250,
+    edge_budget: Annotated[
+        int, typer.Option("--edge-budget", min=0, help="edge budget (at most 50000)")
+    ] = 4000,
+    type_: Annotated[
+        str | None, typer.Option("--type", metavar="IRI", help="only nodes of this type")
+    ] = None,
+    include_episodes: Annotated[bool, typer.Option("--include-episodes", help="draw episode nodes")] = False,
+    db: DbOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Current ROOT as ranked, capped nodes and index-addressed edges (quipu_graph), as JSON."""
+    with open_store(db, config) as kb:
+        emit(
+            kb.analytics.graph(
+                limit=limit, edge_budget=edge_budget, type=type_, include_episodes=include_episodes
+            )
+        )

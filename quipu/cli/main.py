@@ -14,8 +14,21 @@ from typing import Annotated
 
 import typer
 
-from quipu.cli import data, governance, graphs, ingest, keyword_search, models, search, service, shapes, tools
+from quipu.cli import (
+    analytics,
+    data,
+    governance,
+    graphs,
+    ingest,
+    keyword_search,
+    models,
+    search,
+    service,
+    shapes,
+    tools,
+)
 from quipu.cli.common import RefusingGroup
+from quipu.cli.questions import queries_group, question_verbs
 
 app = typer.Typer(
     name="quipu",
@@ -34,7 +47,10 @@ app.add_typer(search.app)  # embed-backfill
 app.add_typer(keyword_search.app)  # search-index, search
 app.add_typer(shapes.group, name="shapes")
 app.add_typer(governance.group, name="propose")
-app.add_typer(graphs.group, name="graph")  # list, create, label, freeze, thaw
+app.add_typer(graphs.group, name="graph")  # list, create, label, freeze, thaw, view
+app.add_typer(analytics.app)  # project, report, impact
+app.add_typer(question_verbs)  # ask, cooccurrence
+app.add_typer(queries_group, name="queries")  # load, list, get, remove
 app.add_typer(tools.app, name="tool")  # list, call: every MCP tool as a command
 app.add_typer(models.group, name="models")  # install: the local embedding model
 

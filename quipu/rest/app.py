@@ -33,12 +33,14 @@ from quipu.rest.auth import Credentials, guard
 from quipu.rest.lanes import Lanes, admission
 from quipu.rest.middleware import AccessLog, BodyLimit, JsonText
 from quipu.rest.routers import (
+    analytics,
     episodes,
     graphs,
     logic,
     lookup,
     proposals,
     query,
+    questions,
     ranked_search,
     reads,
     repair,
@@ -137,6 +139,8 @@ def create_app(settings: Settings, extensions: Sequence[Extension] = ()) -> Fast
             lookup,
             ranked_search,
             graphs,
+            analytics,
+            questions,
         )
     )
     for router in routers:

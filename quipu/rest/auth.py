@@ -23,7 +23,7 @@ from fastapi import Request
 from quipu.config import NamedCredential, ServerSettings
 from quipu.errors import ConfigError, ReadOnly, Unauthorized
 from quipu.identity import SHARED, Authenticated
-from quipu.rest.route_table import READ, route_class
+from quipu.rest.route_table import READ, WRITE_REASONS, route_class
 
 MAX_TOKEN_FILE = 4096  # bytes
 OPEN_READS = frozenset({"/health"})  # served without a credential whatever read_auth says
@@ -163,8 +163,10 @@ async def guard(request: Request) -> Authenticated | None:
             )
         return None
     if app.state.settings.server.read_only:
+        why = WRITE_REASONS.get((request.method, template))
         raise ReadOnly(
-            f"this server is read-only: {request.method} {request.url.path} is a write",
+            f"this server is read-only: {request.method} {request.url.path} is a write"
+            + (f" ({why})" if why else ""),
             extra={"endpoint": request.url.path},
         )
     if not credentials.configured:

@@ -52,6 +52,13 @@ ROUTES: Final[dict[tuple[str, str], RouteClass]] = {
     # the graph registry and overlay composition (tools-graphs-governance §1.1, §2.3)
     ("GET", "/graphs"): READ,
     ("POST", "/overlay/compose"): READ,
+    # named questions (tools-search §5.16, §5.17): they read the stored registry, never write it
+    ("POST", "/ask"): READ,
+    ("POST", "/cooccurrence"): READ,
+    # graph analytics (tools-search §5.13, §5.15): the node-link view and the report
+    ("POST", "/graph"): READ,
+    ("GET", "/report"): READ,
+    ("POST", "/report"): READ,
     # logic memory reads (quipu/logic/tools.json: read_only)
     ("POST", "/logic/echo"): READ,
     ("POST", "/logic/query_logic"): READ,
@@ -93,6 +100,12 @@ ROUTES: Final[dict[tuple[str, str], RouteClass]] = {
     ("POST", "/datasets"): WRITE,
     ("POST", "/overlay/create"): WRITE,
     ("POST", "/overlay/write"): WRITE,
+    # stored named queries (tools-search §5.18): a write for every action, list and get included
+    ("POST", "/queries"): WRITE,
+    # /project for every algorithm, since persist can write (tools-search §0.2); /impact because
+    # it opens a speculative write that is always rolled back (tools-core §1.12)
+    ("POST", "/project"): WRITE,
+    ("POST", "/impact"): WRITE,
     # logic memory writes
     ("POST", "/logic/remember_fact"): WRITE,
     ("POST", "/logic/define_rule"): WRITE,
@@ -109,6 +122,19 @@ ROUTES: Final[dict[tuple[str, str], RouteClass]] = {
     ("POST", "/logic/create_memory"): WRITE,
     ("POST", "/logic/mount_memory"): WRITE,
     ("POST", "/logic/unmount_memory"): WRITE,
+}
+
+# Why a route is a write though some calls through it change nothing: said in the 403 of a
+# read-only server, so the refusal of a harmless-looking call explains itself (tools-search §5.14).
+WRITE_REASONS: Final[dict[tuple[str, str], str]] = {
+    ("POST", "/project"): (
+        "the whole route is a write because 'persist' can write, so read-only algorithms "
+        "(stats, in_degree, pagerank, components, louvain, shortest_path) are refused here too"
+    ),
+    ("POST", "/impact"): "it opens a speculative write, always rolled back",
+    ("POST", "/queries"): (
+        "every action, list and get included, is a write; read stored queries through quipu_ask's catalog"
+    ),
 }
 
 # Served by FastAPI itself (OpenAPI and its documentation pages): reads.

@@ -14,6 +14,7 @@ from sqlalchemy import (
     Column,
     Float,
     ForeignKey,
+    ForeignKeyConstraint,
     Index,
     Integer,
     LargeBinary,
@@ -28,7 +29,7 @@ metadata = MetaData()
 
 # The newest Alembic revision (migrations/versions): a store already there opens without loading
 # Alembic at all. tests/test_migrations.py keeps it equal to the scripts' head.
-SCHEMA_REVISION: Final = "0007"
+SCHEMA_REVISION: Final = "0008"
 
 # A rowid alias on SQLite (auto-assigned), a plain BIGINT on PostgreSQL.
 ID = BigInteger().with_variant(Integer, "sqlite")
@@ -159,6 +160,42 @@ frozen_packs = Table(
     Column("facts", BigInteger, nullable=False),
     Column("transactions", BigInteger, nullable=False),
     Index("ix_frozen_packs_graph", "graph_iri", "thawed_at"),
+)
+
+# Revision 8: stored named queries (tools-search §5.18), versioned like shape sets: a version is
+# current while valid_to is NULL; a load or removal closes it, and only a reload at the same
+# instant deletes (replaces) a version. tx: the latest committed transaction when it opened.
+stored_queries = Table(
+    "stored_queries",
+    metadata,
+    Column("name", Text, primary_key=True),
+    Column("valid_from", Text, primary_key=True),
+    Column("description", Text, nullable=False),
+    Column("template", Text, nullable=False),
+    Column("dataset", Text),
+    Column("valid_to", Text),
+    Column("tx", BigInteger, nullable=False),
+    Index("ix_stored_queries_current", "name", "valid_to"),
+)
+
+# The ordered parameter specs of one stored-query version, keyed by (name, valid_from).
+stored_query_params = Table(
+    "stored_query_params",
+    metadata,
+    Column("name", Text, primary_key=True),
+    Column("valid_from", Text, primary_key=True),
+    Column("ord", Integer, primary_key=True),
+    Column("param", Text, nullable=False),
+    Column("kind", Text, nullable=False),
+    Column("required", SmallInteger, nullable=False),
+    Column("default_value", Text),
+    Column("description", Text, nullable=False),
+    ForeignKeyConstraint(
+        ["name", "valid_from"],
+        ["stored_queries.name", "stored_queries.valid_from"],
+        name="fk_stored_query_params_version",
+    ),
+    CheckConstraint("kind IN ('iri', 'text', 'int')", name="ck_stored_query_params_kind"),
 )
 
 # Revision 4: versioned SHACL shape sets (DM §14.1). A version is open while valid_to is NULL;

@@ -233,6 +233,11 @@ def _overlay_compose(kb: KnowledgeBase) -> dict[str, Any]:
     return {"json": {"overlay": f"{EX}scratch"}}
 
 
+def _impact(kb: KnowledgeBase) -> dict[str, Any]:
+    kb.knot(f"<{EX}svc> <{EX}uses> <{EX}db> .")
+    return {"json": {"entity": f"{EX}svc", "remove": True}}
+
+
 WRITES: dict[tuple[str, str], Sample] = {
     ("POST", "/knot"): lambda kb: {"json": {"turtle": f'<{EX}a> <{EX}b> "c" .'}},
     ("POST", "/shapes"): lambda kb: {"json": {"action": "list"}},
@@ -262,8 +267,13 @@ WRITES: dict[tuple[str, str], Sample] = {
     ("POST", "/datasets"): lambda kb: {
         "json": {"action": "create", "name": f"{EX}ds", "members": [f"{EX}g"]}
     },
+    ("POST", "/queries"): lambda kb: {
+        "json": {"action": "load", "name": "auth", "template": "SELECT * WHERE { ?s ?p ?o }"}
+    },
     ("POST", "/overlay/create"): lambda kb: {"json": {"overlay": f"{EX}layer"}},
     ("POST", "/overlay/write"): _overlay_write,
+    ("POST", "/project"): lambda kb: {"json": {"algorithm": "stats"}},
+    ("POST", "/impact"): _impact,
     **_logic_routes(read_only=False),
 }
 
@@ -280,7 +290,10 @@ NO_TRANSACTION: frozenset[tuple[str, str]] = frozenset(
         ("POST", "/embed_backfill"),  # vectors are not facts: no transaction is recorded
         ("POST", "/embed_backfill/graph"),
         ("POST", "/graph/create"),  # the registry row carries its own provenance
+        ("POST", "/queries"),  # a stored-query version is a registry row, not a fact
         ("POST", "/overlay/create"),
+        ("POST", "/project"),  # only persist writes, and never when the result is unchanged
+        ("POST", "/impact"),  # the speculative retraction is always rolled back
     }
     | {route for route in WRITES if route[1].startswith("/logic/")}  # the logic memory's own files
 )
@@ -314,7 +327,12 @@ READS: dict[tuple[str, str], Sample] = {
     ("POST", "/entity_history"): _entity_history,
     ("GET", "/fragments"): lambda kb: {},
     ("GET", "/graphs"): lambda kb: {},
+    ("POST", "/ask"): lambda kb: {"json": {"name": "entity_facts", "params": {"entity": f"{EX}s"}}},
+    ("POST", "/cooccurrence"): lambda kb: {"json": {"work_item": f"{EX}w"}},
     ("POST", "/overlay/compose"): _overlay_compose,
+    ("POST", "/graph"): lambda kb: {"json": {"limit": 5}},
+    ("GET", "/report"): lambda kb: {},
+    ("POST", "/report"): lambda kb: {"json": {"hubs": 3}},
     ("GET", "/transactions"): lambda kb: {},
     ("GET", "/stats"): lambda kb: {},
     ("GET", "/health"): lambda kb: {},

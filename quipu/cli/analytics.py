@@ -51,9 +51,9 @@ def project(
     config: ConfigOption = None,
 ) -> None:
     """Run one algorithm over a graph's projection, as JSON."""
-    for name, value in (("--limit", limit), ("--max-iters", max_iters)):
-        if value < 0:
-            raise typer.BadParameter(f"must be >= 0, got {value}", param_hint=name)
+    for name, value, least in (("--limit", limit, 1), ("--max-iters", max_iters, 0)):
+        if value < least:
+            raise typer.BadParameter(f"must be >= {least}, got {value}", param_hint=name)
     with open_store(db, config) as kb, stage_bar() as bar:
         task = bar.add_task("opening", total=None)
 

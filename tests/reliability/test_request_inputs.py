@@ -282,26 +282,28 @@ def test_a_limit_below_1_is_a_400_naming_the_field(
 
 # Every limit and page-size argument of a served tool, and its minimum.
 TOOL_LIMITS: Final = {
-    ("quipu_transactions", "limit"),
-    ("quipu_cord", "limit"),
-    ("quipu_fragments", "pageSize"),
+    ("quipu_transactions", "limit"): 1,
+    ("quipu_cord", "limit"): 1,
+    ("quipu_fragments", "pageSize"): 1,
     # The search tools publish 1 too, and clamp a smaller value up to it (tools-search §0.6).
-    ("quipu_search", "limit"),
-    ("quipu_hybrid_search", "limit"),
-    ("quipu_unified_search", "limit"),
+    ("quipu_search", "limit"): 1,
+    ("quipu_hybrid_search", "limit"): 1,
+    ("quipu_unified_search", "limit"): 1,
+    ("quipu_project", "limit"): 1,
+    # The node-link view's node budget: 0 draws no nodes, by the spec (tools-search §5.13).
+    ("quipu_graph", "limit"): 0,
 }
 
 
 @pytest.mark.backend_independent
 def test_mcp_tool_schemas_publish_the_minimum_of_every_limit() -> None:
-    found = set()
+    found = {}
     for spec in registry():
         for name, prop in spec.input_schema.get("properties", {}).items():
             if name in ("limit", "pageSize", "page_size"):
-                found.add((spec.name, name))
                 branches = prop.get("anyOf", [prop])
                 integer = next(b for b in branches if b.get("type") == "integer")
-                assert integer.get("minimum") == 1, (spec.name, name, prop)
+                found[(spec.name, name)] = integer.get("minimum")
     assert found == TOOL_LIMITS
 
 

@@ -49,7 +49,7 @@ class ProjectRequest(Annotating):
     type: str | None = Field(None, description="keep only edges whose source has this rdf:type")
     predicate: str | None = Field(None, description="keep only edges with this predicate IRI")
     graph: str | None = Field(None, description="project this named graph's own facts (default ROOT)")
-    limit: int = Field(20, ge=0, description="results for in_degree and pagerank/ppr")
+    limit: int = Field(20, ge=1, description="results for in_degree and pagerank/ppr")
     seeds: list[Seed] = Field(
         default_factory=list, description="PPR seeds: IRIs (unknown ones dropped) or term ids"
     )

@@ -222,6 +222,7 @@ class Analytics:
         if hops < 0:
             raise InvalidField(f"'hops' must be >= 0, got {hops}", field="hops")
         stamp = times.normalise_timestamp(timestamp)
+        graph_scope.enforce_root(self.db)  # the walk reads ROOT: its label floor applies
         return impact.impact(
             self.db,
             entity,

@@ -75,6 +75,14 @@ ROOT_READS: dict[str, Callable[[TestClient], Any]] = {
         "/search/query",
         json={"sparql": "SELECT ?s WHERE { ?s ?p ?o }", "mode": "semantic", "embedding": [0.1] * 384},
     ),
+    # graph analytics and named questions (issue 19)
+    "graph": lambda c: c.post("/graph", json={}),
+    "project": lambda c: c.post("/project", json={"algorithm": "louvain"}),
+    "report": lambda c: c.get("/report"),
+    "impact": lambda c: c.post("/impact", json={"entity": EX + "s"}),
+    "impact-remove": lambda c: c.post("/impact", json={"entity": EX + "s", "remove": True}),
+    "ask": lambda c: c.post("/ask", json={"name": "entity_facts", "params": {"entity": EX + "s"}}),
+    "cooccurrence": lambda c: c.post("/cooccurrence", json={"work_item": EX + "w"}),
 }
 
 

@@ -80,6 +80,16 @@ def test_a_named_graph_projects_its_own_facts_only(client: TestClient) -> None:
     assert project(client) == {"nodes": 2, "edges": 1}
 
 
+def test_a_dataset_projects_the_union_of_its_members(client: TestClient) -> None:
+    ok(client, "/graph/create", graph=G1)
+    knot(client, PREFIX + "ex:a ex:to ex:b .")
+    knot(client, PREFIX + "ex:b ex:to ex:c .", graph=G1)
+    ok(client, "/datasets", action="create", name=EX + "both", members=["urn:quipu:graph:root", G1])
+    assert project(client, graph=EX + "both") == {"nodes": 3, "edges": 2}
+    path = project(client, algorithm="shortest_path", graph=EX + "both", **{"from": EX + "a", "to": EX + "c"})
+    assert path["length"] == 2
+
+
 def test_rule_4_components_are_strongly_connected(client: TestClient) -> None:
     knot(client, PREFIX + "ex:a ex:to ex:b . ex:b ex:to ex:c .")
     out = project(client, algorithm="components")

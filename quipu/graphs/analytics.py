@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from quipu import times
 from quipu.errors import InvalidField
+from quipu.graphs.pagerank import DAMPING, MAX_ITERS, TOLERANCE
 from quipu.identity import Authenticated
 from quipu.store import graph_scope, values
 from quipu.store.database import Database
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
 DEFAULT_LIMIT: Final = 250  # quipu_graph's node budget (quipu.graphs.node_link)
 DEFAULT_EDGE_BUDGET: Final = 4000
 HUBS, SURPRISES, QUESTIONS = 10, 10, 8  # quipu_report's section sizes
-DAMPING, MAX_ITERS, TOLERANCE = 0.85, 100, 1e-6  # PageRank's defaults (tools-search §6.5)
 _VIEWS: Final = 8
 
 # (stage, done, total): a stage with total 0 has no known length.
@@ -49,9 +49,9 @@ class Analytics:
 
     @cached_property
     def projections(self) -> ProjectionCache:
-        from quipu.graphs.projection import ProjectionCache
+        from quipu.graphs.projection import cache_of
 
-        return ProjectionCache()
+        return cache_of(self.db)
 
     # -- quipu_graph -------------------------------------------------------------------------
 
@@ -136,9 +136,9 @@ class Analytics:
                 return project.shortest_path(db, conn, p, from_, to)
             if name == "louvain":
                 found = project.communities(p, lambda n, moved: progress("louvain pass", n, 0))
-                facts = project.membership_facts(p, found) if persist else None
                 written = None
-                if facts is not None:
+                if persist:
+                    facts = project.membership_facts(p, found)
                     written = self._persist(MEMBER_OF_COMMUNITY, facts, "algo:louvain", stamp, auth)
                 return project.communities_payload(db, conn, p, found, written)
             ranked = project.ranking(

@@ -33,10 +33,13 @@ class Reached:
     via_subject: int | None
 
 
+Walked = tuple[int, list[Reached], list[dict[str, Any]], int]  # root, reached, rows, edges
+
+
 class _Rollback(Exception):
     """Carries the walk out of the speculative transaction, which it thereby rolls back."""
 
-    def __init__(self, found: tuple[list[Reached], int]) -> None:
+    def __init__(self, found: Walked) -> None:
         super().__init__("speculative retraction rolled back")
         self.found = found
 
@@ -80,41 +83,22 @@ def impact(
     """The impact walk. ``ppr(root, terms)`` scores the reached terms when ranking is asked for
     (over the current graph: a counterfactual root has no out-edges left to rank along)."""
     values.check_iri(entity, "entity")
-    with db.read() as conn:
-        found = db.terms.lookup(conn, [entity, *(predicates or ())])
-    root = found.get(entity)
-    if root is None:
-        raise NotFound(f"entity not found: {entity}", field="entity")
-    # Unknown predicates contribute nothing; an empty list means every predicate.
-    allowed = [found[p] for p in predicates if p in found] if predicates else None
     if remove:
         try:
             with db.write(auth) as ctx:
-                tx = open_transaction(
-                    ctx, timestamp=timestamp, actor=None, source="impact:counterfactual", graph=ROOT
-                )
-                close_claims(ctx, tx, e=root)
-                raise _Rollback(walk(ctx.conn, root, hops, allowed))
+
+                def retract(root: int) -> None:
+                    tx = open_transaction(
+                        ctx, timestamp=timestamp, actor=None, source="impact:counterfactual", graph=ROOT
+                    )
+                    close_claims(ctx, tx, e=root)
+
+                raise _Rollback(_walked(db, ctx.conn, entity, predicates, hops, retract))
         except _Rollback as done:
-            reached, examined = done.found
+            root, reached, rows, examined = done.found
     else:
         with db.read() as conn:
-            reached, examined = walk(conn, root, hops, allowed)
-    with db.read() as conn:
-        names = db.terms.iris(
-            conn,
-            {r.term for r in reached}
-            | {t for r in reached for t in (r.via_predicate, r.via_subject) if t is not None},
-        )
-    rows: list[dict[str, Any]] = [
-        {
-            "iri": names[r.term],
-            "depth": r.depth,
-            "via_predicate": names[r.via_predicate] if r.via_predicate is not None else None,
-            "via_subject": names[r.via_subject] if r.via_subject is not None else None,
-        }
-        for r in reached
-    ]
+            root, reached, rows, examined = _walked(db, conn, entity, predicates, hops, None)
     if ppr is not None:
         scores = ppr(root, [r.term for r in reached])
         for row, r in zip(rows, reached, strict=True):
@@ -129,3 +113,38 @@ def impact(
         "counterfactual": remove,
         "ranked_by_ppr": ppr is not None,
     }
+
+
+def _walked(
+    db: Database,
+    conn: Connection,
+    entity: str,
+    predicates: Sequence[str] | None,
+    hops: int,
+    retract: Callable[[int], None] | None,
+) -> Walked:
+    """Look the entity up, retract it first when asked, walk and name what was reached: all in
+    one snapshot (the read's, or the speculative transaction's)."""
+    found = db.terms.lookup(conn, [entity, *(predicates or ())])
+    root = found.get(entity)
+    if root is None:
+        raise NotFound(f"entity not found: {entity}", field="entity")
+    # Unknown predicates contribute nothing; an empty list means every predicate.
+    allowed = [found[p] for p in predicates if p in found] if predicates else None
+    if retract is not None:
+        retract(root)
+    reached, examined = walk(conn, root, hops, allowed)
+    ids = {r.term for r in reached} | {
+        t for r in reached for t in (r.via_predicate, r.via_subject) if t is not None
+    }
+    names = db.terms.iris(conn, ids)
+    rows: list[dict[str, Any]] = [
+        {
+            "iri": names[r.term],
+            "depth": r.depth,
+            "via_predicate": names[r.via_predicate] if r.via_predicate is not None else None,
+            "via_subject": names[r.via_subject] if r.via_subject is not None else None,
+        }
+        for r in reached
+    ]
+    return root, reached, rows, examined

@@ -9,11 +9,13 @@ never leaks mass to nodes the seeds cannot reach.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import sparse
+
+if TYPE_CHECKING:
+    from scipy import sparse
 
 DAMPING: Final = 0.85
 MAX_ITERS: Final = 100
@@ -34,6 +36,8 @@ class Walk:
 
 def walk(n: int, src: NDArray[np.int64], dst: NDArray[np.int64]) -> Walk:
     """The walk over nodes ``0..n-1`` and edges ``src[i] → dst[i]`` (parallel edges add up)."""
+    from scipy import sparse  # here: the constants above are read at start-up, scipy is not
+
     out_degree = np.bincount(src, minlength=n).astype(np.float64)
     weights = 1.0 / out_degree[src] if len(src) else np.zeros(0, dtype=np.float64)
     transition = sparse.csr_matrix((weights, (dst, src)), shape=(n, n))

@@ -12,6 +12,7 @@ moves, so a report, a project call and a context re-rank in a row read the store
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -134,22 +135,18 @@ class ProjectionCache:
         """The projection ``request`` names, as of ``conn``'s snapshot."""
         head = db.head_tx(conn)
         with self._lock:
-            if head != self._head:
-                self._head, self._claims, self._built = head, {}, OrderedDict()
-            found = self._built.get(request)
+            found = self._built.get(request) if self._at(head) else None
             if found is not None:
                 self._built.move_to_end(request)
                 return found
-            claims = self._claims.get(request.graphs)
-        if claims is None:
-            if progress is not None:
-                progress("reading edges")
-            claims = self._read(db, conn, head, request.graphs)
+        if progress is not None:
+            progress("reading edges")
+        claims = self.claims(db, conn, request.graphs)
         if progress is not None:
             progress("projecting")
         built = _build_for(db, conn, claims, request)
         with self._lock:
-            if head == self._head:  # a newer head may have arrived meanwhile: keep only current work
+            if self._at(head):
                 self._built[request] = built
                 while len(self._built) > _KEEP:
                     self._built.popitem(last=False)
@@ -159,17 +156,34 @@ class ProjectionCache:
         """The reference claims of ``graphs`` as of ``conn``'s snapshot (memoised alike)."""
         head = db.head_tx(conn)
         with self._lock:
-            if head != self._head:
-                self._head, self._claims, self._built = head, {}, OrderedDict()
-            found = self._claims.get(graphs)
-        return found if found is not None else self._read(db, conn, head, graphs)
-
-    def _read(self, db: Database, conn: Connection, head: int, graphs: frozenset[int]) -> reads.Claims:
+            found = self._claims.get(graphs) if self._at(head) else None
+        if found is not None:
+            return found
         claims = reads.reference_claims(db, conn, graphs)
         with self._lock:
-            if head == self._head:
+            if self._at(head):
                 self._claims[graphs] = claims
         return claims
+
+    def _at(self, head: int) -> bool:
+        """Whether the memo holds ``head``'s work (a newer head drops an older memo; a snapshot
+        older than the memo is answered without it). Called under the lock."""
+        if head > self._head:
+            self._head, self._claims, self._built = head, {}, OrderedDict()
+        return head == self._head
+
+
+_caches: weakref.WeakKeyDictionary[Database, ProjectionCache] = weakref.WeakKeyDictionary()
+_caches_lock = threading.Lock()
+
+
+def cache_of(db: Database) -> ProjectionCache:
+    """The one projection memo of an open store, shared by analytics and context re-ranking."""
+    with _caches_lock:
+        cache = _caches.get(db)
+        if cache is None:
+            cache = _caches[db] = ProjectionCache()
+        return cache
 
 
 def _build_for(db: Database, conn: Connection, claims: reads.Claims, request: Request) -> Projection:

@@ -3,13 +3,11 @@
 
 The projection and the walk are graph analytics' own (quipu/graphs/projection.py,
 quipu/graphs/pagerank.py): every current ROOT claim whose object is an IRI is a directed edge
-(``rdf:type`` included, parallel edges kept), memoised per store until the transaction head moves.
+(``rdf:type`` included, parallel edges kept), memoised per store (one memo for both) until the transaction head moves.
 """
 
 from __future__ import annotations
 
-import threading
-import weakref
 from collections.abc import Iterable
 
 import numpy as np
@@ -17,22 +15,17 @@ from numpy.typing import NDArray
 from sqlalchemy import Connection
 
 from quipu.graphs import pagerank
-from quipu.graphs.projection import Projection, ProjectionCache, Request
+from quipu.graphs.projection import Projection, Request, cache_of
 from quipu.store.database import Database
 from quipu.store.schema import ROOT
 
 _ROOT: Request = Request(frozenset({ROOT}))
-_caches: weakref.WeakKeyDictionary[Database, ProjectionCache] = weakref.WeakKeyDictionary()
-_caches_lock = threading.Lock()
 
 
 def root_projection(db: Database, conn: Connection) -> Projection:
-    """ROOT's current projection as of ``conn``'s snapshot (cached per transaction head)."""
-    with _caches_lock:
-        cache = _caches.get(db)
-        if cache is None:
-            cache = _caches[db] = ProjectionCache()
-    return cache.get(db, conn, _ROOT)
+    """ROOT's current projection as of ``conn``'s snapshot (the store's memo, shared with
+    graph analytics, so the two never hold ROOT's edges twice)."""
+    return cache_of(db).get(db, conn, _ROOT)
 
 
 def personalized(projection: Projection, seeds: Iterable[int]) -> NDArray[np.float64] | None:

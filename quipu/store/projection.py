@@ -19,10 +19,10 @@ from sqlalchemy import Connection, literal, select
 from quipu.store import values
 from quipu.store.database import Database
 from quipu.store.schema import ROOT, facts
+from quipu.store.search_reads import id_chunks
 from quipu.store.views import TemporalView, visible
 
 _PAGE: Final = 200_000  # rows fetched per driver call: bounded memory for the tuples in flight
-_CHUNK: Final = 5_000  # ids per IN list, under every backend's bound-parameter limit
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ def first_labels(db: Database, conn: Connection, label: int, among: Collection[i
     """The lexical form of each of ``among``'s first live literal ``label`` value in store order."""
     c = facts.c
     out: dict[int, str] = {}
-    for chunk in _chunks(among):
+    for chunk in id_chunks(among):
         query = (
             select(c.e, c.v)
             .where(TemporalView().where(facts), c.a == label, c.v_ref.is_(None), c.dup == 0)
@@ -108,7 +108,7 @@ def outgoing(
     if predicates is not None and not predicates:
         return found
     c = facts.c
-    for chunk in _chunks(nodes):
+    for chunk in id_chunks(nodes):
         where: list[Any] = [TemporalView().where(facts), c.dup == 0, c.v_ref.is_not(None), c.e.in_(chunk)]
         if predicates is not None:
             where.append(c.a.in_(sorted(predicates)))
@@ -132,9 +132,3 @@ def _pages(cursor: Any) -> Iterator[list[Any]]:
             yield page
     finally:
         cursor.close()
-
-
-def _chunks(ids: Collection[int]) -> Iterator[list[int]]:
-    ordered = sorted(set(ids))
-    for i in range(0, len(ordered), _CHUNK):
-        yield ordered[i : i + _CHUNK]

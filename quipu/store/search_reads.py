@@ -35,7 +35,8 @@ class FactRow(NamedTuple):
     target: str | None
 
 
-def _chunks(ids: Iterable[int]) -> Iterator[list[int]]:
+def id_chunks(ids: Iterable[int]) -> Iterator[list[int]]:
+    """Distinct ids ascending, in lists short enough for an IN list on every backend."""
     ordered = sorted(set(ids))
     for i in range(0, len(ordered), _CHUNK):
         yield ordered[i : i + _CHUNK]
@@ -94,7 +95,7 @@ def instances(conn: Connection, view: TemporalView, *, rdf_type: int, classes: C
     """Subjects with an ``rdf_type`` fact naming one of ``classes``."""
     out: set[int] = set()
     c = facts.c
-    for chunk in _chunks(classes):
+    for chunk in id_chunks(classes):
         query = select(c.e).distinct().where(view.where(facts), c.a == rdf_type, c.v_ref.in_(chunk))
         out.update(int(row[0]) for row in conn.execute(query))
     return out
@@ -122,7 +123,7 @@ def scan(
     A caller may stop early; the open cursor is closed when the generator is."""
     base = _scan_query(view)
     queries = (
-        [base] if subjects is None else [base.where(facts.c.e.in_(chunk)) for chunk in _chunks(subjects)]
+        [base] if subjects is None else [base.where(facts.c.e.in_(chunk)) for chunk in id_chunks(subjects)]
     )
     for query in queries:
         result = conn.execute(query.execution_options(yield_per=_STREAM))
@@ -141,7 +142,7 @@ def first_targets(
     """For each subject, the reference object of its first (lowest row id) ``predicate`` fact."""
     c = facts.c
     out: dict[int, int] = {}
-    for chunk in _chunks(subjects):
+    for chunk in id_chunks(subjects):
         query = (
             select(c.e, c.v_ref)
             .where(*_current(view), c.e.in_(chunk), c.a == predicate, c.v_ref.is_not(None))
@@ -175,7 +176,7 @@ def leading_facts(
     if per_entity <= 0 or not entities:
         return out
     c = facts.c
-    for chunk in _chunks(entities):
+    for chunk in id_chunks(entities):
         rank = func.row_number().over(partition_by=c.e, order_by=(c.a, c.id)).label("rank")
         ranked = (
             select(c.e, c.a, c.v, rank)
@@ -203,7 +204,7 @@ def suffixed_facts(
     rows: list[tuple[int, str, bytes]] = []
     # LIKE narrows (case-insensitively on SQLite); the exact suffix test is endswith below.
     like = or_(*(p.c.iri.like("%" + suffix) for suffix in suffixes))
-    for chunk in _chunks(entities):
+    for chunk in id_chunks(entities):
         query = (
             select(c.e, p.c.iri, c.v)
             .select_from(facts.join(p, p.c.id == c.a))
@@ -213,12 +214,3 @@ def suffixed_facts(
         found: Iterable[Any] = conn.execute(query)
         rows.extend((int(e), str(iri), bytes(v)) for e, iri, v in found if str(iri).endswith(tuple(suffixes)))
     return rows
-
-
-def reference_edges(conn: Connection, view: TemporalView) -> list[tuple[int, int]]:
-    """``(source, target)`` of every claim of the view whose object is an IRI, by fact row id
-    (parallel edges and a statement claimed twice are all kept, tools-search §5.14)."""
-    c = facts.c
-    query = select(c.e, c.v_ref).where(view.where(facts), c.v_ref.is_not(None)).order_by(c.id)
-    edges: Iterable[Any] = conn.execute(query.execution_options(yield_per=50_000))
-    return [(int(e), int(ref)) for e, ref in edges]

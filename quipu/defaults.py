@@ -6,3 +6,6 @@ from __future__ import annotations
 from typing import Final
 
 DEFAULT_PORT: Final = 3030
+# Idle keep-alive connections are held longer than client pools keep theirs (httpx: 5 s), so a
+# client never reuses a connection the server is closing at the same instant.
+KEEP_ALIVE_SECONDS: Final = 65

@@ -21,7 +21,7 @@ import typer
 
 import quipu
 from quipu.cli.stdio_launch import parse_toolsets
-from quipu.defaults import DEFAULT_PORT
+from quipu.defaults import DEFAULT_PORT, KEEP_ALIVE_SECONDS
 from quipu.errors import ConfigError, QuipuError
 
 if TYPE_CHECKING:
@@ -244,7 +244,15 @@ def serve(
         signal.signal(sig, _stop)
     # log_config=None keeps our JSON handler; the access log is quipu's own (one line per request,
     # with its request id). No graceful-shutdown timeout: an in-flight write is let finish.
-    uvicorn.run(app, host=server.host, port=server.port, log_config=None, access_log=False, log_level="info")
+    uvicorn.run(
+        app,
+        host=server.host,
+        port=server.port,
+        log_config=None,
+        access_log=False,
+        log_level="info",
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
+    )
 
 
 def main() -> None:

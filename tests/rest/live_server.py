@@ -13,6 +13,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from quipu.config import Settings
+from quipu.defaults import KEEP_ALIVE_SECONDS
 from quipu.rest.app import create_app
 
 
@@ -32,7 +33,12 @@ def live_server(
     """Serve ``factory(settings)`` with uvicorn; yields the base URL, stops on exit."""
     port = free_port()
     config = uvicorn.Config(
-        factory(settings), host="127.0.0.1", port=port, log_level="warning", access_log=False
+        factory(settings),
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        access_log=False,
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name=f"quipu-test-server-{port}", daemon=True)

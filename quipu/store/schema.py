@@ -29,7 +29,7 @@ metadata = MetaData()
 
 # The newest Alembic revision (migrations/versions): a store already there opens without loading
 # Alembic at all. tests/test_migrations.py keeps it equal to the scripts' head.
-SCHEMA_REVISION: Final = "0008"
+SCHEMA_REVISION: Final = "0009"
 
 # A rowid alias on SQLite (auto-assigned), a plain BIGINT on PostgreSQL.
 ID = BigInteger().with_variant(Integer, "sqlite")
@@ -240,6 +240,41 @@ schema_terms = Table(
     Column("kind", Text, primary_key=True),
     Column("first_offset", BigInteger, nullable=False),
     CheckConstraint("kind IN ('type', 'predicate')", name="ck_schema_terms_kind"),
+)
+
+# Revision 9: durable consumer cursors (DM §11.2). A subscription's delivery cursor is the row
+# of consumer "sub:<consumer_id>", so pull and push share one at-least-once contract.
+consumers = Table(
+    "consumers",
+    metadata,
+    Column("consumer_id", Text, primary_key=True),
+    Column("committed_offset", BigInteger, nullable=False),
+    Column("updated_at", Text, nullable=False),
+)
+
+# Revision 9: push subscriptions (tools-core §3.13) and their delivery state, which is kept here
+# so that a restarted server resumes the same backoff and ``list`` can show it.
+subscriptions = Table(
+    "subscriptions",
+    metadata,
+    Column("id", ID, primary_key=True, autoincrement=True),
+    Column("consumer_id", Text, nullable=False, unique=True),
+    Column("webhook_url", Text, nullable=False),
+    Column("types", Text, nullable=False, server_default="[]"),  # JSON array; empty: every type
+    Column("mode", Text, nullable=False),
+    Column("batch_size", Integer, nullable=False),
+    Column("batch_window_s", Integer, nullable=False),
+    Column("secret", Text),  # HMAC key of X-Quipu-Signature [designed here]; never listed
+    Column("created_at", Text, nullable=False),
+    Column("failures", Integer, nullable=False, server_default="0"),  # in a row, since the last 2xx
+    Column("retry_at", Float),  # epoch seconds: no attempt before (backoff); NULL: due now
+    Column("last_attempt_at", Text),
+    Column("last_success_at", Text),
+    Column("last_status", Integer),  # HTTP status of the last attempt; NULL: no answer
+    Column("last_error", Text),
+    Column("delivered", BigInteger, nullable=False, server_default="0"),  # events acknowledged
+    CheckConstraint("mode IN ('realtime', 'batch')", name="ck_subscriptions_mode"),
+    sqlite_autoincrement=True,
 )
 
 # Staged snapshot uploads (tools-core §3.2): the manifest fixed by the first part, then the parts.

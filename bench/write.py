@@ -17,6 +17,13 @@ that size. Then, every loop a fixed count, one durable transaction per call:
 4. ``--gated`` further episodes with the same shapes stored (``kb.load_shapes``) and
    ``shacl.validate_on_write`` on, without request shapes: the production configuration, which
    the 5 ms target reads.
+5. ``--episodes`` more episodes as in 1 while one realtime webhook subscription is delivered
+   (``quipu.events.delivery``, the worker ``quipu-server`` runs, on the same store, with its
+   default settings) to a receiver on loopback in a child process. 1 and 5 run in alternating
+   blocks (ABBA ABBA), so the store's growth slows both alike; before each block of 5 the cursor
+   moves to the log's head, so it measures keeping up, not a backlog. The target: under 10%
+   fewer episodes/s than 1. The worker must have delivered every event of its blocks, without a
+   failure, within a minute after each.
 
 Latencies are per call (median and nearest-rank p99, ms); episodes/s is calls over the loop's wall
 time. The Rust Quipu's documented 315-390 episodes/s is printed as the comparison line. Targets are
@@ -29,10 +36,12 @@ from __future__ import annotations
 import argparse
 import inspect
 import random
+import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -44,6 +53,9 @@ from bench.sparql import QuipuEngine
 
 RATE_TARGET: Final = 2_000  # durable episodes per second without shapes
 GATED_TARGET_MS: Final = 5.0  # median SHACL-gated episode write, at 1M triples
+WEBHOOK_SLOWDOWN: Final = 0.10  # one realtime subscription costs under 10% of episodes/s
+DRAIN_S: Final = 60.0  # how long the worker may take to deliver the rest after a block
+BLOCKS: Final = 8  # alternating blocks, half of them with the subscription
 RUST_RATE: Final = "315-390"  # episodes/s the original Rust Quipu documents
 NODES: Final = 5
 EDGES: Final = 4
@@ -139,6 +151,88 @@ def statements_nt(kb: Any, body: dict[str, Any]) -> str:
     parsed = build.parse_episode(**body)
     graph = build.build(parsed, kb.base_ns).graph()
     return str(graph.serialize(format="nt"))
+
+
+# A receiver that answers 200 to every POST, in a process of its own (as a real one would be): it
+# prints its port, then serves.
+RECEIVER: Final = """
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+class Hook(BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+    def log_message(self, *args):
+        pass
+server = ThreadingHTTPServer(("127.0.0.1", 0), Hook)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"""
+
+
+@dataclass
+class Drain:
+    seconds: float = 0.0  # the longest wait after a block until the cursor reached the log's head
+    delivered: int = 0  # events acknowledged by the receiver
+    problem: str | None = None
+
+
+class Webhook:
+    """One realtime subscription to a loopback receiver. ``block()`` runs the delivery worker
+    around one timed block, the cursor first moved to the log's head (so the worker keeps up with
+    that block's writes rather than a backlog), and after it waits, untimed, until everything
+    written was delivered."""
+
+    def __init__(self, kb: Any) -> None:
+        from quipu.events import subscriptions
+
+        self.kb = kb
+        self.drain = Drain()
+        self.receiver = subprocess.Popen([sys.executable, "-c", RECEIVER], stdout=subprocess.PIPE, text=True)
+        assert self.receiver.stdout is not None
+        port = int(self.receiver.stdout.readline())
+        url = f"http://127.0.0.1:{port}/hook"
+        subscriptions.run(kb.db, allow_private=True, action="create", consumer_id="bench", webhook_url=url)
+
+    @contextmanager
+    def block(self) -> Iterator[None]:
+        from quipu.config import EventsSettings
+        from quipu.events.delivery import Delivery
+        from quipu.store import event_feed
+        from quipu.store import subscriptions as rows
+
+        with self.kb.db.read() as conn:
+            head = event_feed.latest_offset(conn)
+        self.kb.feeds.commit(consumer_id=rows.cursor_id("bench"), offset=head)
+        worker = Delivery(self.kb.db, EventsSettings(webhook_allow_private=True), self.kb.feeds)
+        worker.start()
+        try:
+            yield
+            started = time.perf_counter()
+            while self.drain.problem is None:
+                with self.kb.db.read() as conn:
+                    [sub] = rows.every(conn)
+                    cursor = event_feed.committed_offset(conn, rows.cursor_id("bench"))
+                    caught_up = cursor == event_feed.latest_offset(conn)
+                waited = time.perf_counter() - started
+                self.drain.delivered = sub.delivered
+                if sub.failures or sub.last_error:
+                    self.drain.problem = f"a delivery failed: {sub.last_error}"
+                elif caught_up:
+                    self.drain.seconds = max(self.drain.seconds, waited)
+                    break
+                elif waited > DRAIN_S:
+                    self.drain.problem = f"events still undelivered {DRAIN_S:g} s after a block"
+                time.sleep(0.05)
+        finally:
+            worker.stop(timeout=30)
+
+    def close(self) -> None:
+        self.receiver.kill()
+        self.receiver.wait()
+        assert self.receiver.stdout is not None
+        self.receiver.stdout.close()
 
 
 def episode_takes_shapes(kb: Any) -> bool:
@@ -250,10 +344,39 @@ def main(argv: list[str] | None = None) -> int:
             return call
 
         rows: list[Row] = []
-        progress(f"{args.episodes:,} episodes, no shapes")
+        # Without and with the subscription in alternating blocks, ABBA ABBA: each write makes
+        # the store larger and the next one slower, so one loop after the other would charge
+        # that drift to whichever ran second (about 10% per 2,000 episodes here).
+        progress(f"{args.episodes:,} episodes each without and with one realtime webhook subscription")
         warm(args.warmup, write_episode("warm-", False, args.warmup))
-        plain = TxResult("plain", *timed(args.episodes, write_episode("", False, args.episodes)))
+        webhook = Webhook(kb)
+        plain = TxResult("plain", [], 0.0)
+        hooked = TxResult("webhook", [], 0.0)
+        pairs = BLOCKS // 2
+        sizes = [args.episodes // pairs + (i < args.episodes % pairs) for i in range(pairs)]
+        try:
+            for index in range(BLOCKS):
+                with_hook = index % 4 in (1, 2)
+                size = sizes[index // 2]
+                into = hooked if with_hook else plain
+                call = write_episode(f"b{index}-", False, size)
+                with webhook.block() if with_hook else nullcontext():
+                    latencies, wall = timed(size, call)
+                into.latencies.extend(latencies)
+                into.wall += wall
+        finally:
+            webhook.close()
+        drain = webhook.drain
+        if drain.problem is not None:
+            checks.failures.append(f"webhook delivery: {drain.problem}")
         rows.append(Row("episode, no shapes", "kb.episode(), one transaction each", plain))
+        rows.append(
+            Row(
+                "episode, no shapes, 1 webhook",
+                "kb.episode() while the delivery worker pushes to a loopback receiver",
+                hooked,
+            )
+        )
 
         count = args.gated
         progress(f"{count:,} episodes' statements through kb.knot, no shapes (the gate's cost)")
@@ -303,7 +426,9 @@ def main(argv: list[str] | None = None) -> int:
         engine.close()
 
     # The target reads the production configuration when it was measured, else request shapes.
-    target_row = rows[2] if len(rows) > 2 and rows[2].result.name == "stored" else rows[1]
+    stored_rows = [row for row in rows if row.result.name == "stored"]
+    target_row = stored_rows[0] if stored_rows else next(row for row in rows if row.result.name == "gated")
+    ratio = hooked.per_second / plain.per_second
     gated_median = target_row.result.percentile(50)
     target_via = "stored shapes" if target_row.result.name == "stored" else "request shapes"
     scope = "" if lines >= LARGE else f"; measured at {lines:,}, the target is at 1M"
@@ -317,6 +442,9 @@ def main(argv: list[str] | None = None) -> int:
         "an activity with provenance; one durable transaction (WAL, synchronous=NORMAL)",
         f"- SHACL gate: {GATE_NATIVE if native else GATE_FALLBACK}, "
         f"{len(_KINDS) + 1} node shapes covering every node type and the activity",
+        f"- webhook: one realtime subscription, default [quipu.events] settings, a receiver on "
+        f"loopback in a child process, in alternating blocks (ABBA ABBA); it acknowledged "
+        f"{drain.delivered:,} events, the last at most {drain.seconds:.2f} s after its block",
         "",
         table(
             ["write", "path", "calls", "episodes/s", "p50 ms", "p99 ms"],
@@ -340,6 +468,12 @@ def main(argv: list[str] | None = None) -> int:
                     verdict(plain.per_second >= RATE_TARGET),
                 ],
                 [
+                    f"one realtime webhook subscription < {WEBHOOK_SLOWDOWN:.0%} slower",
+                    f"{ratio:.2f}x the episodes/s without it ({hooked.per_second:,.0f} vs "
+                    f"{plain.per_second:,.0f})",
+                    "HIT" if ratio > 1 - WEBHOOK_SLOWDOWN else "MISS",
+                ],
+                [
                     f"median SHACL-gated episode write ≤ {GATED_TARGET_MS:g} ms at 1M triples",
                     f"{fmt_ms(gated_median)} ms ({target_via}){scope}",
                     verdict(gated_median <= GATED_TARGET_MS),
@@ -351,7 +485,8 @@ def main(argv: list[str] | None = None) -> int:
     return finish(
         out,
         checks.failures[:20],
-        "Checks: every write committed a new transaction; the gate refused the invalid episode.",
+        "Checks: every write committed a new transaction; the gate refused the invalid episode; "
+        "the webhook received every event.",
     )
 
 

@@ -17,12 +17,20 @@ from typing import Final
 from rdflib import Graph
 from rdflib.term import Node
 
-from quipu.config import EmbeddingSettings, LabelsSettings, ResolutionSettings, SearchSettings, Settings
+from quipu.config import (
+    EmbeddingSettings,
+    EventsSettings,
+    LabelsSettings,
+    ResolutionSettings,
+    SearchSettings,
+    Settings,
+)
 from quipu.documents import export as documents_export
 from quipu.documents.knot import knot
 from quipu.episodes import retract as episode_retract
 from quipu.episodes import write as episode_write
 from quipu.episodes.iris import DEFAULT_BASE_NS
+from quipu.events.service import Feeds
 from quipu.governance import proposals
 from quipu.graphs.analytics import Analytics
 from quipu.graphs.questions import Questions
@@ -75,6 +83,7 @@ class KnowledgeBase:
         resolution: ResolutionSettings | None = None,
         labels: LabelsSettings | None = None,
         archive_dir: str | None = None,
+        events: EventsSettings | None = None,
     ) -> None:
         # Query budgets (DM §13.3): None or 0 is unlimited, as in settings.search. Checked before
         # the store opens, so a bad one leaves nothing open.
@@ -125,6 +134,8 @@ class KnowledgeBase:
         self.graphs = Graphs(db, archive_dir)
         # Graph analytics: node-link view, projections and their algorithms, report, impact.
         self.analytics = Analytics(db)
+        # Event feeds: pages, consumer cursors, change pages, subscriptions, retention.
+        self.feeds = Feeds(db, events)
 
         # -- shapes and schema proposals
         self.load_shapes = partial(registry.load, db)
@@ -187,6 +198,7 @@ class KnowledgeBase:
             resolution=settings.resolution,
             labels=settings.labels,
             archive_dir=settings.graphs.archive_dir,
+            events=settings.events,
         )
 
     # -- reads with a shape of their own ------------------------------------------------------

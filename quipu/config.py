@@ -170,6 +170,16 @@ class GraphsSettings(_Section):
     archive_dir: str | None = None  # where freeze writes packs; None: the store file's directory
 
 
+class EventsSettings(_Section):
+    """The event feeds (docs/events.md): retention and webhook delivery."""
+
+    retention_days: int | None = Field(None, ge=1)  # None: events are kept forever
+    webhook_allow_private: bool = False  # loopback, link-local and private receivers (SSRF guard)
+    delivery_interval_s: float = Field(2.0, gt=0, le=3600)  # how often the worker looks for events
+    delivery_timeout_s: float = Field(10.0, gt=0, le=300)  # one POST to a receiver
+    retry_max_s: float = Field(300.0, ge=1, le=86_400)  # cap of the backoff between failed attempts
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="QUIPU_", env_nested_delimiter="__", extra="forbid")
 
@@ -184,6 +194,7 @@ class Settings(BaseSettings):
     logic: LogicSettings = LogicSettings()
     labels: LabelsSettings = LabelsSettings()
     graphs: GraphsSettings = GraphsSettings()
+    events: EventsSettings = EventsSettings()
     base_ns: str = "http://aegis.gastown.local/ontology/"
 
     @classmethod

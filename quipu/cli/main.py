@@ -16,7 +16,9 @@ import typer
 
 from quipu.cli import (
     analytics,
+    changes,
     data,
+    events,
     governance,
     graphs,
     ingest,
@@ -51,6 +53,8 @@ app.add_typer(graphs.group, name="graph")  # list, create, label, freeze, thaw, 
 app.add_typer(analytics.app)  # project, report, impact
 app.add_typer(question_verbs)  # ask, cooccurrence
 app.add_typer(queries_group, name="queries")  # load, list, get, remove
+app.add_typer(changes.app)  # changes: one page of the change feed
+app.add_typer(events.group, name="events")  # read, commit, refusals
 app.add_typer(tools.app, name="tool")  # list, call: every MCP tool as a command
 app.add_typer(models.group, name="models")  # install: the local embedding model
 

@@ -208,5 +208,6 @@ class McpHttp:
 
 
 def create_server_app(settings: Settings) -> FastAPI:
-    """The REST app with ``/mcp`` beside it: what ``quipu-server`` serves."""
-    return create_app(settings, extensions=[McpHttp(settings)])
+    """The REST app with ``/mcp`` beside it and the webhook delivery worker running: what
+    ``quipu-server`` serves."""
+    return create_app(settings, extensions=[McpHttp(settings)], deliver=True)

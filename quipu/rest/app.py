@@ -14,8 +14,8 @@ which a browser could not load without the bearer, is not served.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, contextmanager
 from typing import Protocol
 
 from fastapi import Depends, FastAPI
@@ -34,7 +34,9 @@ from quipu.rest.lanes import Lanes, admission
 from quipu.rest.middleware import AccessLog, BodyLimit, JsonText
 from quipu.rest.routers import (
     analytics,
+    changes,
     episodes,
+    events,
     graphs,
     logic,
     lookup,
@@ -74,7 +76,24 @@ class Extension(Protocol):
         ...
 
 
-def create_app(settings: Settings, extensions: Sequence[Extension] = ()) -> FastAPI:
+@contextmanager
+def _delivering(kb: KnowledgeBase, settings: Settings) -> Iterator[None]:
+    """The webhook delivery worker, between the store's opening and its closing. Imported
+    here: start-up and the embedded app never load it or its HTTP client."""
+    from quipu.events.delivery import Delivery
+
+    worker = Delivery(kb.db, settings.events, kb.feeds)
+    worker.start()
+    try:
+        yield
+    finally:
+        worker.stop(timeout=settings.events.delivery_timeout_s + 5)  # a POST in flight may finish
+
+
+def create_app(settings: Settings, extensions: Sequence[Extension] = (), *, deliver: bool = False) -> FastAPI:
+    """``deliver``: run the webhook delivery worker (``quipu-server``; a read-only server never
+    does, since delivering commits cursors)."""
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         lanes = app.state.lanes = Lanes.from_settings(settings.server)
@@ -83,6 +102,8 @@ def create_app(settings: Settings, extensions: Sequence[Extension] = ()) -> Fast
         app.state.kb = kb
         try:
             async with AsyncExitStack() as stack:
+                if deliver and not settings.server.read_only:
+                    stack.enter_context(_delivering(kb, settings))
                 for extension in extensions:
                     await stack.enter_async_context(extension.running(app))
                 yield
@@ -141,6 +162,8 @@ def create_app(settings: Settings, extensions: Sequence[Extension] = ()) -> Fast
             graphs,
             analytics,
             questions,
+            events,
+            changes,
         )
     )
     for router in routers:

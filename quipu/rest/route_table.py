@@ -59,6 +59,11 @@ ROUTES: Final[dict[tuple[str, str], RouteClass]] = {
     ("POST", "/graph"): READ,
     ("GET", "/report"): READ,
     ("POST", "/report"): READ,
+    # event feeds (tools-core §1.11): a page never commits a cursor
+    ("GET", "/events"): READ,
+    # the change feed (tools-core §1.10) and its REST-only SSE replay
+    ("GET", "/changes"): READ,
+    ("GET", "/changes/stream"): READ,
     # logic memory reads (quipu/logic/tools.json: read_only)
     ("POST", "/logic/echo"): READ,
     ("POST", "/logic/query_logic"): READ,
@@ -106,6 +111,10 @@ ROUTES: Final[dict[tuple[str, str], RouteClass]] = {
     # it opens a speculative write that is always rolled back (tools-core §1.12)
     ("POST", "/project"): WRITE,
     ("POST", "/impact"): WRITE,
+    # event cursors and subscriptions (tools-core §3.12, §3.13): /subscriptions for every
+    # action, list included, since creating one makes the server send HTTP
+    ("POST", "/events/commit"): WRITE,
+    ("POST", "/subscriptions"): WRITE,
     # logic memory writes
     ("POST", "/logic/remember_fact"): WRITE,
     ("POST", "/logic/define_rule"): WRITE,
@@ -132,6 +141,9 @@ WRITE_REASONS: Final[dict[tuple[str, str], str]] = {
         "(stats, in_degree, pagerank, components, louvain, shortest_path) are refused here too"
     ),
     ("POST", "/impact"): "it opens a speculative write, always rolled back",
+    ("POST", "/subscriptions"): (
+        "every action, list included, is a write, since a subscription makes the server send HTTP"
+    ),
     ("POST", "/queries"): (
         "every action, list and get included, is a write; read stored queries through quipu_ask's catalog"
     ),
@@ -150,6 +162,8 @@ LANES: Final[dict[tuple[str, str], Lane | None]] = {
     ("POST", "/entity_history"): POINT,
     ("GET", "/stats"): POINT,  # cached per transaction head
     ("GET", "/graphs"): POINT,  # the registry: a few rows
+    ("GET", "/events"): POINT,  # an index range of the event log
+    ("GET", "/changes/stream"): None,  # each poll takes a heavy slot for its read only
     ("GET", "/health"): None,
     ("GET", "/version"): None,
     ("GET", "/query"): None,

@@ -83,6 +83,9 @@ ROOT_READS: dict[str, Callable[[TestClient], Any]] = {
     "impact-remove": lambda c: c.post("/impact", json={"entity": EX + "s", "remove": True}),
     "ask": lambda c: c.post("/ask", json={"name": "entity_facts", "params": {"entity": EX + "s"}}),
     "cooccurrence": lambda c: c.post("/cooccurrence", json={"work_item": EX + "w"}),
+    # the change feed filtered on ROOT (unfiltered, it reads every graph a page holds)
+    "changes": lambda c: c.get("/changes", params={"graph": ROOT_IRI}),
+    "changes-stream": lambda c: c.get("/changes/stream", params={"graph": ROOT_IRI, "follow": "false"}),
 }
 
 

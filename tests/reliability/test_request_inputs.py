@@ -283,6 +283,8 @@ def test_a_limit_below_1_is_a_400_naming_the_field(
 # Every limit and page-size argument of a served tool, and its minimum.
 TOOL_LIMITS: Final = {
     ("quipu_transactions", "limit"): 1,
+    ("quipu_changes", "limit"): 1,  # limit counts transactions (tools-core §1.10)
+    ("quipu_events", "limit"): 1,
     ("quipu_cord", "limit"): 1,
     ("quipu_fragments", "pageSize"): 1,
     # The search tools publish 1 too, and clamp a smaller value up to it (tools-search §0.6).

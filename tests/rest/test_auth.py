@@ -274,6 +274,8 @@ WRITES: dict[tuple[str, str], Sample] = {
     ("POST", "/overlay/write"): _overlay_write,
     ("POST", "/project"): lambda kb: {"json": {"algorithm": "stats"}},
     ("POST", "/impact"): _impact,
+    ("POST", "/events/commit"): lambda kb: {"json": {"consumer_id": "auth", "offset": 1}},
+    ("POST", "/subscriptions"): lambda kb: {"json": {"action": "list"}},
     **_logic_routes(read_only=False),
 }
 
@@ -294,6 +296,8 @@ NO_TRANSACTION: frozenset[tuple[str, str]] = frozenset(
         ("POST", "/overlay/create"),
         ("POST", "/project"),  # only persist writes, and never when the result is unchanged
         ("POST", "/impact"),  # the speculative retraction is always rolled back
+        ("POST", "/events/commit"),  # a cursor is not a fact
+        ("POST", "/subscriptions"),
     }
     | {route for route in WRITES if route[1].startswith("/logic/")}  # the logic memory's own files
 )
@@ -334,6 +338,9 @@ READS: dict[tuple[str, str], Sample] = {
     ("GET", "/report"): lambda kb: {},
     ("POST", "/report"): lambda kb: {"json": {"hubs": 3}},
     ("GET", "/transactions"): lambda kb: {},
+    ("GET", "/events"): lambda kb: {"params": {"consumer": "auth", "types": "edge.added"}},
+    ("GET", "/changes"): lambda kb: {"params": {"capture": "new_row"}},
+    ("GET", "/changes/stream"): lambda kb: {"params": {"follow": "false"}},  # a replay that ends
     ("GET", "/stats"): lambda kb: {},
     ("GET", "/health"): lambda kb: {},
     ("GET", "/version"): lambda kb: {},

@@ -68,9 +68,14 @@ def _takes_input(label: str) -> bool:
     return any(len(part) for part in (op.query, op.body, op.path_parameters, op.headers))
 
 
+# An SSE stream that follows the log never ends, so no generated case could finish:
+# tests/events/test_changes_stream.py drives it over real HTTP instead.
+STREAMS = frozenset({"GET /changes/stream"})
+FUZZED = sorted(set(OPERATIONS) - STREAMS)
+
 # Negative cases (invalid input) only exist for routes that take some input.
-CASES = [(label, GenerationMode.POSITIVE) for label in sorted(OPERATIONS)] + [
-    (label, GenerationMode.NEGATIVE) for label in sorted(OPERATIONS) if _takes_input(label)
+CASES = [(label, GenerationMode.POSITIVE) for label in FUZZED] + [
+    (label, GenerationMode.NEGATIVE) for label in FUZZED if _takes_input(label)
 ]
 
 
@@ -131,7 +136,7 @@ def hostile_cases(draw: st.DrawFn, label: str) -> Any:
     return case
 
 
-HOSTILE = sorted(label for label in OPERATIONS if _takes_input(label))
+HOSTILE = [label for label in FUZZED if _takes_input(label)]
 
 
 @pytest.mark.parametrize("label", HOSTILE)

@@ -1,0 +1,52 @@
+"""The event feeds' service object (``kb.feeds``): pulls, cursors, change pages,
+subscriptions and retention, bound to one store and the ``[quipu.events]`` settings.
+
+The delivery worker that pushes to subscriptions is started by the server, not here
+(quipu.events.delivery), so that embedding ``quipu.open`` never sends HTTP on its own.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from quipu.config import EventsSettings
+from quipu.events import feeds, subscriptions
+from quipu.store import event_feed
+from quipu.store.database import Database
+
+
+class Feeds:
+    def __init__(self, db: Database, settings: EventsSettings | None = None) -> None:
+        self.db = db
+        self.settings = settings or EventsSettings()
+
+    def events(
+        self,
+        *,
+        since: int | None = None,
+        consumer: str | None = None,
+        limit: int | None = None,
+        types: str | None = None,
+        group: str | None = None,
+    ) -> dict[str, Any]:
+        """A page of events; commits nothing (tools-core §1.11)."""
+        return feeds.read(self.db, since=since, consumer=consumer, limit=limit, types=types, group=group)
+
+    def commit(self, *, consumer_id: str | None = None, offset: int | None = None) -> dict[str, Any]:
+        """Set a consumer's cursor (tools-core §3.12)."""
+        return feeds.commit(self.db, consumer_id=consumer_id, offset=offset)
+
+    def subscriptions(self, **fields: Any) -> dict[str, Any]:
+        """Create, list or delete push subscriptions (tools-core §3.13)."""
+        return subscriptions.run(self.db, allow_private=self.settings.webhook_allow_private, **fields)
+
+    def prune(self, now: datetime | None = None) -> int:
+        """Apply ``events.retention_days`` once; returns how many events were deleted (0 when
+        retention is off)."""
+        days = self.settings.retention_days
+        if days is None:
+            return 0
+        cutoff = ((now or datetime.now(UTC)) - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        with self.db.write() as ctx:
+            return event_feed.prune(ctx.conn, cutoff)

@@ -27,17 +27,20 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 import httpx
+from sqlalchemy import Connection
 
 import quipu
 from quipu import times
 from quipu.config import EventsSettings
 from quipu.events import signing, webhook_guard
 from quipu.events.service import Feeds
-from quipu.store import event_feed
+from quipu.store import event_feed, graph_scope
 from quipu.store import subscriptions as rows
 from quipu.store.database import Database
 from quipu.store.delivery_lock import DeliveryLock, open_lock
 from quipu.store.event_feed import WireEvent
+from quipu.store.graph_scope import LabelFloorRefused
+from quipu.store.schema import ROOT
 from quipu.store.subscriptions import Subscription, cursor_id
 
 log = logging.getLogger("quipu.events.delivery")
@@ -99,6 +102,15 @@ def batch_due(sub: Subscription, pending: Sequence[WireEvent], now: float) -> bo
         return True
     oldest = _epoch(pending[0].ts)
     return oldest is not None and now - oldest >= sub.batch_window_s
+
+
+def _floor_refusal(db: Database, conn: Connection) -> str | None:
+    """Why ROOT's label floor refuses reading the log now, or None when it admits it."""
+    try:
+        graph_scope.enforce(db, conn, (ROOT,))
+    except LabelFloorRefused as exc:
+        return exc.message
+    return None
 
 
 def _short(text: str) -> str:
@@ -233,12 +245,26 @@ class Delivery:
             sub = rows.by_id(conn, listed.id)
             if sub is None:
                 return Attempt(listed.id, listed.consumer_id, "gone")
+            refused = _floor_refusal(self.db, conn)
             cursor = event_feed.committed_offset(conn, cursor_id(sub.consumer_id)) or 0
             page = event_feed.read_wire_page(conn, after=cursor, limit=PAGE, types=sub.types)
             latest = event_feed.latest_offset(conn)
         now = self.clock()
         if sub.retry_at is not None and sub.retry_at > now:
             return Attempt(sub.id, sub.consumer_id, "waiting")
+        if refused is not None and page:
+            # Delivery reads ROOT like any reader, so ROOT's label floor stops it too; it backs
+            # off like any failure and resumes once the label meets the floor again.
+            error = _short(f"refused: {refused}")
+            delay = self._failed(sub, None, error)
+            log.warning(
+                "delivery to subscription %s (%s) %s; next attempt in %.1f s",
+                sub.id,
+                sub.consumer_id,
+                error,
+                delay,
+            )
+            return Attempt(sub.id, sub.consumer_id, "failed", len(page), None, error)
         if not page:
             self._skip_unmatched(sub, cursor, latest, now)
             return Attempt(sub.id, sub.consumer_id, "idle")

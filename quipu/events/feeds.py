@@ -11,8 +11,9 @@ from typing import Any
 
 from quipu import times
 from quipu.errors import InvalidField, MissingField
-from quipu.store import event_feed
+from quipu.store import event_feed, graph_scope
 from quipu.store.database import Database
+from quipu.store.schema import ROOT
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 10_000
@@ -49,6 +50,8 @@ def read(
     size = DEFAULT_LIMIT if limit is None else max(1, min(int(limit), MAX_LIMIT))
     wanted = parse_types(types)
     with db.read() as conn:
+        # The log speaks of ROOT's statements, so ROOT's label floor admits reading it.
+        graph_scope.enforce(db, conn, (ROOT,))
         committed: int | None = None
         if since is not None:
             start = since

@@ -61,6 +61,7 @@ ROUTES: Final[dict[tuple[str, str], RouteClass]] = {
     ("POST", "/report"): READ,
     # event feeds (tools-core §1.11): a page never commits a cursor
     ("GET", "/events"): READ,
+    ("GET", "/events/stream"): READ,  # its REST-only SSE replay
     # the change feed (tools-core §1.10) and its REST-only SSE replay
     ("GET", "/changes"): READ,
     ("GET", "/changes/stream"): READ,
@@ -164,6 +165,7 @@ LANES: Final[dict[tuple[str, str], Lane | None]] = {
     ("GET", "/graphs"): POINT,  # the registry: a few rows
     ("GET", "/events"): POINT,  # an index range of the event log
     ("GET", "/changes/stream"): None,  # each poll takes a heavy slot for its read only
+    ("GET", "/events/stream"): None,  # each poll takes a point slot for its read only
     ("GET", "/health"): None,
     ("GET", "/version"): None,
     ("GET", "/query"): None,

@@ -3,12 +3,10 @@ server (replay, follow, Last-Event-ID, heartbeat, the frame and stream caps, sto
 
 from __future__ import annotations
 
-import json
 import signal
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,36 +14,13 @@ import httpx
 import pytest
 
 from quipu.config import load_settings
-from quipu.rest.routers import changes as stream_module
+from quipu.rest import sse as stream_module
 from tests.backends import migrated_location
 from tests.cli.test_server_cli import start, wait_healthy
+from tests.events.sse_client import TIMEOUT, Frame, frames
 from tests.rest.live_server import live_server
 
 EX = "http://ex.org/"
-TIMEOUT = httpx.Timeout(20.0)
-
-
-@dataclass(frozen=True)
-class Frame:
-    event: str | None = None
-    id: str | None = None
-    data: Any = None
-    comment: str | None = None
-
-
-def frames(response: httpx.Response) -> Iterator[Frame]:
-    """The SSE frames of a streamed response, comments included, as they arrive."""
-    fields: dict[str, str] = {}
-    for line in response.iter_lines():
-        if line == "":
-            if fields:
-                yield Frame(fields.get("event"), fields.get("id"), json.loads(fields.get("data", "null")))
-                fields = {}
-        elif line.startswith(":"):
-            yield Frame(comment=line[1:].strip())
-        else:
-            name, _, value = line.partition(":")
-            fields[name] = value.removeprefix(" ")
 
 
 def until_commit(stream: Iterator[Frame], tx: int) -> list[Frame]:
@@ -173,7 +148,7 @@ def test_at_most_max_streams_are_open_and_a_closed_one_frees_its_place(
         refused = httpx.get(base + "/changes/stream", timeout=TIMEOUT)
         assert refused.status_code == 503 and refused.headers["Retry-After"]
         body = refused.json()
-        assert body["reason"] == "server_busy" and "too many change streams are open (2" in body["error"]
+        assert body["reason"] == "server_busy" and "too many event streams are open (2" in body["error"]
         assert httpx.get(base + "/changes", timeout=TIMEOUT).status_code == 200  # pages still answer
     deadline = time.monotonic() + 10
     while True:  # the server notices the disconnects within a poll

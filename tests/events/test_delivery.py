@@ -22,6 +22,7 @@ from quipu.api import KnowledgeBase
 from quipu.config import EventsSettings
 from quipu.events import signing
 from quipu.events.delivery import PAGE, Delivery
+from quipu.store import event_feed
 from quipu.store import subscriptions as rows
 from quipu.store.delivery_lock import open_lock
 from tests.events.receiver import Receiver
@@ -118,8 +119,8 @@ def log(kb: KnowledgeBase, **read: Any) -> list[dict[str, Any]]:
 
 
 def cursor(kb: KnowledgeBase, consumer: str = "hooks") -> int:
-    committed: int = kb.feeds.events(consumer=f"sub:{consumer}", limit=1)["committed_offset"]
-    return committed
+    with kb.db.read() as conn:  # the store itself: GET /events may be refused by a label floor
+        return event_feed.committed_offset(conn, rows.cursor_id(consumer)) or 0
 
 
 def outcomes(worker: Delivery) -> list[str]:
@@ -427,3 +428,39 @@ def test_one_delivery_lock_holder_at_a_time(kb: KnowledgeBase) -> None:
     finally:
         first.close()
         second.close()
+
+
+def test_roots_label_floor_stops_delivery_until_the_label_meets_it_again(
+    tmp_path: Path, receivers: Callable[..., Receiver], clock: Clock
+) -> None:
+    # Delivery reads ROOT like any reader: a floor that refuses ROOT holds the events back (a
+    # failure with its backoff, shown by list), and delivery resumes once the label meets it.
+    settings = {"webhook_allow_private": True}
+    with serve(tmp_path, events=settings, labels={"min_freshness": "recomputing"}) as client:
+        kb = kb_of(client)
+
+        def label(freshness: str, timestamp: str) -> None:
+            body = {"graph": "urn:quipu:graph:root", "freshness": freshness, "timestamp": timestamp}
+            response = client.post("/graph/label", json=body)
+            assert response.status_code == 200, response.text
+
+        label("fresh", "2026-01-01T00:00:00Z")
+        receiver = receivers()
+        sub_id = subscribe(client, receiver.url)
+        write(kb, 2)
+        label("stale", "2026-02-01T00:00:00Z")
+        worker = Delivery(kb.db, EventsSettings(**settings), kb.feeds, clock=clock)
+        try:
+            [refused] = worker.tick()
+            assert refused.outcome == "failed" and refused.status is None
+            assert (refused.error or "").startswith(
+                "refused: label floor refused the read: graph <urn:quipu:graph:root>"
+            )
+            assert receiver.received == [] and cursor(kb) == 0
+            assert listed(client)["delivery"]["state"] == "retrying"
+            label("fresh", "2026-03-01T00:00:00Z")
+            clock.now = state(kb, sub_id).retry_at or 0.0
+            assert outcomes(worker) == ["delivered"]
+            assert cursor(kb) == log(kb)[-1]["offset"]
+        finally:
+            worker.stop(timeout=10)

@@ -86,6 +86,9 @@ ROOT_READS: dict[str, Callable[[TestClient], Any]] = {
     # the change feed filtered on ROOT (unfiltered, it reads every graph a page holds)
     "changes": lambda c: c.get("/changes", params={"graph": ROOT_IRI}),
     "changes-stream": lambda c: c.get("/changes/stream", params={"graph": ROOT_IRI, "follow": "false"}),
+    # the event log speaks of ROOT's statements (issue 20)
+    "events": lambda c: c.get("/events"),
+    "events-stream": lambda c: c.get("/events/stream", params={"follow": "false"}),
 }
 
 

@@ -341,6 +341,7 @@ READS: dict[tuple[str, str], Sample] = {
     ("GET", "/events"): lambda kb: {"params": {"consumer": "auth", "types": "edge.added"}},
     ("GET", "/changes"): lambda kb: {"params": {"capture": "new_row"}},
     ("GET", "/changes/stream"): lambda kb: {"params": {"follow": "false"}},  # a replay that ends
+    ("GET", "/events/stream"): lambda kb: {"params": {"follow": "false"}},
     ("GET", "/stats"): lambda kb: {},
     ("GET", "/health"): lambda kb: {},
     ("GET", "/version"): lambda kb: {},

@@ -10,57 +10,32 @@ client sends its progress there and its first URL again) and then follows the lo
   of a transaction comes ``event: commit`` with ``id: <tx>`` and data ``{"tx", "records"}``. Only
   commits carry an id, so a client's Last-Event-ID is always a transaction boundary and a resume
   never skips or splits a transaction;
-* it polls for new transactions every second (``POLL_SECONDS``) and, after 15 s without a frame
-  (``HEARTBEAT_SECONDS``), sends the comment ``: heartbeat``;
-* a frame is at most 1 MiB (``MAX_FRAME_BYTES``). A record that does not fit is not dropped: the
-  stream sends ``event: error`` naming its transaction and sequence and ends before that
-  transaction's commit, so the client reads it with ``GET /changes`` and resumes after it;
-* at most 64 streams are open at once (``MAX_STREAMS``); one more is refused with 503;
-* it ends when the client goes away (Starlette cancels it) or the server is stopping; with
-  ``follow=false`` (designed here) it ends as soon as the replay has caught up, a bounded
-  download of the log so far.
-
-The stream takes no read-lane slot for its life (its route table lane is None): it would hold
-one for hours. Each poll takes a heavy-lane slot for its one short read instead, and a reader
-connection only inside that read, so idle streams hold neither; a poll that finds the lane full
-tries again a second later.
+* a frame is at most 1 MiB. A record that does not fit is not dropped: the stream sends
+  ``event: error`` naming its transaction and sequence and ends before that transaction's
+  commit, so the client reads it with ``GET /changes`` and resumes after it;
+* each read takes a heavy-lane slot for that read alone; polling, heartbeats, the stream cap,
+  ``follow=false`` (designed here: end once caught up) and stopping are quipu.rest.sse's.
 """
 
 from __future__ import annotations
 
 import json
-import logging
-import signal
-import time
-from collections.abc import AsyncIterator, Iterator
 from functools import partial
-from typing import Annotated, Any, Final
+from typing import Annotated, Any
 
-import anyio
-import anyio.to_thread
 from fastapi import APIRouter, Depends, Header, Query
 from pydantic import BaseModel, Field
-from starlette.responses import Response, StreamingResponse
-from starlette.types import Receive, Scope, Send
+from starlette.responses import Response
 
-from quipu.api import KnowledgeBase
-from quipu.errors import InvalidField, QuipuError, ServerBusy, internal_error
 from quipu.events.changes import DEFAULT_LIMIT, changes_page, check_capture
+from quipu.rest import sse
 from quipu.rest.deps import KbDep, LanesDep
 from quipu.rest.fields import strict_params
-from quipu.rest.lanes import Lanes
-from quipu.rest.problems import problem_response
 from quipu.rest.route_table import HEAVY
+from quipu.rest.sse import EventStream
 
 router = APIRouter(tags=["events"])
-log = logging.getLogger("quipu.changes")
 
-MAX_TX: Final = 2**63 - 1  # transaction ids are 64-bit integers
-MAX_STREAMS: Final = 64
-POLL_SECONDS: Final = 1.0
-HEARTBEAT_SECONDS: Final = 15.0
-MAX_FRAME_BYTES: Final = 1024 * 1024
-EVENT_STREAM: Final = "text/event-stream"
 
 # A stored value on the change feed: DM §2.1's output form, with {"ref": iri} for a reference
 # and {"bytes_len": n} for raw bytes.
@@ -98,7 +73,9 @@ class ChangePage(BaseModel):
     capture: str
 
 
-SinceQuery = Annotated[int, Query(ge=0, le=MAX_TX, description="transactions with id strictly greater")]
+SinceQuery = Annotated[
+    int, Query(ge=0, le=sse.MAX_CURSOR, description="transactions with id strictly greater")
+]
 CaptureQuery = Annotated[
     str, Query(description="new_values, old_and_new_values or new_row (anything else is refused)")
 ]
@@ -135,39 +112,10 @@ def changes(
 # -- the stream --------------------------------------------------------------------------------
 
 
-class EventStream(StreamingResponse):
-    """An SSE response that counts itself against ``MAX_STREAMS`` while it runs.
-
-    The count is taken when the response starts, so a stream that never starts holds none, and
-    is given back however it ends (Starlette cancels the body when the client disconnects)."""
-
-    media_type = EVENT_STREAM
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        state = scope["app"].state
-        open_streams = getattr(state, "change_streams", 0)
-        if open_streams >= MAX_STREAMS:
-            busy = ServerBusy(
-                f"too many change streams are open ({MAX_STREAMS}, the server-wide limit): "
-                "reconnect later, or poll GET /changes",
-                retry_after=5,
-            )
-            await problem_response(busy)(scope, receive, send)
-            return
-        state.change_streams = open_streams + 1
-        try:
-            await super().__call__(scope, receive, send)
-        finally:
-            state.change_streams -= 1
-            close = getattr(self.body_iterator, "aclose", None)
-            if close is not None:
-                await close()
-
-
 @router.get(
     "/changes/stream",
     response_class=EventStream,
-    responses={200: {"content": {EVENT_STREAM: {"schema": {"type": "string"}}}}},
+    responses=sse.OPENAPI,
     dependencies=[Depends(strict_params("since", "capture", "graph", "follow"))],
 )
 async def changes_stream(
@@ -176,10 +124,7 @@ async def changes_stream(
     since: SinceQuery = 0,
     capture: CaptureQuery = "new_values",
     graph: GraphQuery = None,
-    follow: Annotated[
-        bool,
-        Query(description="false: end once the replay has caught up with the log, instead of following it"),
-    ] = True,
+    follow: sse.FollowQuery = True,
     last_event_id: Annotated[
         str | None,
         Header(alias="Last-Event-ID", description="resume after this transaction; wins over since"),
@@ -188,115 +133,44 @@ async def changes_stream(
     """Server-sent events: every change record after `since`, then each new one as it commits.
     `event: change` per record, `event: commit` with `id: <tx>` after each transaction,
     `: heartbeat` after 15 s of silence; at most 64 streams at once."""
-    cursor = since if last_event_id is None else resume_point(last_event_id)
+    start = since if last_event_id is None else sse.resume_point(last_event_id, "a transaction id")
     check_capture(capture)
-    # The first page is read here, so a bad graph or a refused read is a 400, not a broken stream.
-    first = await _read(kb, lanes, cursor, capture, graph)
-    if first is None:
-        raise ServerBusy(f"every heavy read slot ({lanes.slots}) stayed taken", retry_after=lanes.retry_after)
-    frames = _frames(kb, lanes, cursor, capture, graph, follow, first)
-    return EventStream(frames, headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+    def page_after(cursor: int) -> sse.Batch:
+        page = changes_page(kb.db, since=cursor, limit=DEFAULT_LIMIT, capture=capture, graph=graph)
+        frames, complete = page_frames(page["records"])
+        return sse.Batch(frames, page["next_tx"], final=not complete)
+
+    async def read(cursor: int) -> sse.Batch | None:
+        return await sse.in_lane(lanes, HEAVY, partial(page_after, cursor))
+
+    first = await sse.opening(lanes, HEAVY, partial(page_after, start))
+    frames = sse.follow_log(read, first, follow=follow, cursor_field="after_tx", what="the change stream")
+    return EventStream(frames, instead="GET /changes")
 
 
-def resume_point(header: str) -> int:
-    """The transaction a ``Last-Event-ID`` names; a malformed one never silently replays from 0."""
-    if not header.isascii() or not header.isdigit() or int(header) > MAX_TX:
-        raise InvalidField(
-            f"Last-Event-ID must be a transaction id (a decimal integer >= 0), got {header!r}",
-            field="Last-Event-ID",
-        )
-    return int(header)
-
-
-async def _read(
-    kb: KnowledgeBase, lanes: Lanes, since: int, capture: str, graph: str | None
-) -> dict[str, Any] | None:
-    """One page, under a heavy-lane slot held for this read only; None when no slot freed."""
-    try:
-        async with lanes.slot(HEAVY):
-            read = partial(
-                changes_page, kb.db, since=since, limit=DEFAULT_LIMIT, capture=capture, graph=graph
-            )
-            return await anyio.to_thread.run_sync(read)
-    except ServerBusy:
-        return None
-
-
-async def _frames(
-    kb: KnowledgeBase,
-    lanes: Lanes,
-    cursor: int,
-    capture: str,
-    graph: str | None,
-    follow: bool,
-    page: dict[str, Any] | None,
-) -> AsyncIterator[bytes]:
-    last_sent = time.monotonic()
-    while not _server_stopping():
-        if page is not None and page["records"]:
-            for frame in page_frames(page["records"]):
-                yield frame
-                if frame.startswith(b"event: error"):
-                    return
-            cursor = page["next_tx"]
-            last_sent = time.monotonic()
-        elif page is not None and not follow:
-            return  # caught up with the log as it was: a replay without follow ends here
-        else:  # caught up, or the lane was full: wait a poll, heartbeat when silent
-            await anyio.sleep(POLL_SECONDS)
-            if time.monotonic() - last_sent >= HEARTBEAT_SECONDS:
-                yield b": heartbeat\n\n"
-                last_sent = time.monotonic()
-        try:
-            page = await _read(kb, lanes, cursor, capture, graph)
-        except QuipuError as exc:  # e.g. a label floor that now refuses a graph in the page
-            yield _event("error", {"error": exc.message, "reason": exc.reason, "after_tx": cursor})
-            return
-        except Exception:
-            log.exception("change stream read failed")
-            yield _event("error", {"error": internal_error("the change stream").message, "after_tx": cursor})
-            return
-
-
-def page_frames(records: list[dict[str, Any]]) -> Iterator[bytes]:
-    """A page's records as SSE frames, each transaction closed by its commit frame; an error
-    frame in place of a record too large for a frame (and nothing after it)."""
+def page_frames(records: list[dict[str, Any]]) -> tuple[list[bytes], bool]:
+    """A page's records as SSE frames, each transaction closed by its commit frame, and whether
+    they are complete: False when a record too large for a frame ended them with an error frame
+    in its place (so a client reads that transaction with GET /changes and resumes after it)."""
+    out: list[bytes] = []
     count = 0
     for i, record in enumerate(records):
-        frame = _event("change", record)
-        if len(frame) > MAX_FRAME_BYTES:
-            yield _event(
-                "error",
-                {
-                    "error": f"record {record['sequence']} of transaction {record['tx']} is "
-                    f"{len(frame)} bytes, over the {MAX_FRAME_BYTES}-byte frame limit: read the "
-                    "transaction with GET /changes, then resume after it",
-                    "reason": "frame_too_large",
-                    "tx": record["tx"],
-                    "sequence": record["sequence"],
-                },
-            )
-            return
-        yield frame
+        encoded = sse.frame("change", record)
+        if sse.too_large(encoded):
+            error = {
+                "error": f"record {record['sequence']} of transaction {record['tx']} is "
+                f"{len(encoded)} bytes, over the {sse.MAX_FRAME_BYTES}-byte frame limit: read the "
+                "transaction with GET /changes, then resume after it",
+                "reason": "frame_too_large",
+                "tx": record["tx"],
+                "sequence": record["sequence"],
+            }
+            out.append(sse.frame("error", error))
+            return out, False
+        out.append(encoded)
         count += 1
         if i + 1 == len(records) or records[i + 1]["tx"] != record["tx"]:
-            yield _event("commit", {"tx": record["tx"], "records": count}, event_id=record["tx"])
+            out.append(sse.frame("commit", {"tx": record["tx"], "records": count}, event_id=record["tx"]))
             count = 0
-
-
-def _event(name: str, data: dict[str, Any], event_id: int | None = None) -> bytes:
-    # Compact JSON is one line: newlines inside strings are escaped, so no field can be forged.
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-    head = f"event: {name}\n" + (f"id: {event_id}\n" if event_id is not None else "")
-    return f"{head}data: {text}\n\n".encode()
-
-
-def _server_stopping() -> bool:
-    """Whether the uvicorn server running this app has been told to stop.
-
-    uvicorn waits for every open response to end before it runs the lifespan shutdown, and tells
-    the app nothing meanwhile, so a stream that only waited for that would keep the server up
-    for ever. Its signal handler is its own ``Server.handle_exit``, whose ``should_exit`` flag is
-    the one sign there is (set on SIGINT or SIGTERM when it runs in the main thread)."""
-    owner = getattr(signal.getsignal(signal.SIGTERM), "__self__", None)
-    return getattr(owner, "should_exit", False) is True
+    return out, True

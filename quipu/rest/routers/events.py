@@ -1,5 +1,6 @@
 """Event feeds: ``GET /events``, ``POST /events/commit`` and ``POST /subscriptions``
-(tools-core §1.11, §3.12, §3.13).
+(tools-core §1.11, §3.12, §3.13), and ``GET /events/stream``, the event log as server-sent events
+(a REST-only extra, as in the original).
 
 ``/events`` is a read that never commits a cursor. ``/events/commit`` and ``/subscriptions``
 are writes, ``list`` included (the route is write-classified: creating one makes the server send
@@ -9,17 +10,22 @@ parameter is refused with 400. The work lives in ``quipu.events`` (``kb.feeds``)
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from functools import partial
+from typing import Annotated, Any, Final
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Header, Query
 from pydantic import BaseModel, Field, WithJsonSchema
 
-from quipu.rest.deps import KbDep
+from quipu.rest import sse
+from quipu.rest.deps import KbDep, LanesDep
 from quipu.rest.fields import Strict, strict_params
+from quipu.rest.route_table import POINT
+from quipu.rest.sse import EventStream
 
 router = APIRouter(tags=["events"])
 
-MAX_OFFSET = 2**63 - 1
+MAX_OFFSET = sse.MAX_CURSOR
+STREAM_PAGE: Final = 500  # events per read of the stream
 
 
 class EventPage(BaseModel):
@@ -33,6 +39,18 @@ class EventPage(BaseModel):
     )
 
 
+# The start and the filters, shared by the page and the stream.
+SinceQuery = Annotated[
+    int | None,
+    Query(ge=0, le=MAX_OFFSET, description="events with offset strictly greater; overrides consumer"),
+]
+ConsumerQuery = Annotated[
+    str | None, Query(description="when since is absent, start after this consumer's committed offset")
+]
+TypesQuery = Annotated[str | None, Query(description="comma-separated event types, e.g. edge.added,type.new")]
+GroupQuery = Annotated[str | None, Query(description="an exact episode group_id (not a graph)")]
+
+
 @router.get(
     "/events",
     response_model=EventPage,
@@ -41,23 +59,74 @@ class EventPage(BaseModel):
 )
 def events(
     kb: KbDep,
-    since: Annotated[
-        int | None,
-        Query(ge=0, le=MAX_OFFSET, description="events with offset strictly greater; overrides consumer"),
-    ] = None,
-    consumer: Annotated[
-        str | None, Query(description="when since is absent, start after this consumer's committed offset")
-    ] = None,
+    since: SinceQuery = None,
+    consumer: ConsumerQuery = None,
     limit: Annotated[
         int | None, Query(ge=1, description="batch size, from 1 (capped at 10000; default 100)")
     ] = None,
-    types: Annotated[
-        str | None, Query(description="comma-separated event types, e.g. edge.added,type.new")
-    ] = None,
-    group: Annotated[str | None, Query(description="an exact episode group_id (not a graph)")] = None,
+    types: TypesQuery = None,
+    group: GroupQuery = None,
 ) -> dict[str, Any]:
     """A bounded batch of semantic events in offset order, without committing any cursor."""
     return kb.feeds.events(since=since, consumer=consumer, limit=limit, types=types, group=group)
+
+
+@router.get(
+    "/events/stream",
+    response_class=EventStream,
+    responses=sse.OPENAPI,
+    dependencies=[Depends(strict_params("since", "consumer", "types", "group", "follow"))],
+)
+async def events_stream(
+    kb: KbDep,
+    lanes: LanesDep,
+    since: SinceQuery = None,
+    consumer: ConsumerQuery = None,
+    types: TypesQuery = None,
+    group: GroupQuery = None,
+    follow: sse.FollowQuery = True,
+    last_event_id: Annotated[
+        str | None,
+        Header(alias="Last-Event-ID", description="resume after this offset; wins over since and consumer"),
+    ] = None,
+) -> EventStream:
+    """Server-sent events: every event after the start, then each new one as it commits, as
+    `event: event` with `id: <offset>` and the envelope as data; `: heartbeat` after 15 s of
+    silence; at most 64 streams at once. Commits nothing: a consumer commits its own offset."""
+    if last_event_id is not None:
+        since = sse.resume_point(last_event_id, "an event offset")
+
+    def page_after(cursor: int | None, who: str | None = None) -> sse.Batch:
+        page = kb.feeds.events(since=cursor, consumer=who, limit=STREAM_PAGE, types=types, group=group)
+        frames, complete = event_frames(page["events"])
+        return sse.Batch(frames, page["next_offset"], final=not complete)
+
+    async def read(cursor: int) -> sse.Batch | None:
+        return await sse.in_lane(lanes, POINT, partial(page_after, cursor))
+
+    first = await sse.opening(lanes, POINT, partial(page_after, since, consumer))
+    frames = sse.follow_log(read, first, follow=follow, cursor_field="after_offset", what="the event stream")
+    return EventStream(frames, instead="GET /events")
+
+
+def event_frames(envelopes: list[dict[str, Any]]) -> tuple[list[bytes], bool]:
+    """Envelopes as SSE frames, and whether they are complete: False when one too large for a
+    frame ended them with an error frame naming its offset (read it with GET /events)."""
+    out: list[bytes] = []
+    for envelope in envelopes:
+        offset = envelope["offset"]
+        encoded = sse.frame("event", envelope, event_id=offset)
+        if sse.too_large(encoded):
+            error = {
+                "error": f"event {offset} is {len(encoded)} bytes, over the {sse.MAX_FRAME_BYTES}-byte "
+                f"frame limit: read it with GET /events?since={offset - 1}&limit=1, then resume after it",
+                "reason": "frame_too_large",
+                "offset": offset,
+            }
+            out.append(sse.frame("error", error))
+            return out, False
+        out.append(encoded)
+    return out, True
 
 
 class CommitRequest(Strict):

@@ -2,7 +2,8 @@
 ``GET /events`` and ``POST /events/commit``).
 
 ``read`` prints one page as JSON and commits nothing; ``commit`` sets a consumer's cursor;
-``refusals`` counts ``write.refused`` events by gate, as the original's CLI does.
+``refusals`` counts ``write.refused`` events by gate, as the original's CLI does; ``prune``
+applies retention now (the server does it hourly when ``events.retention_days`` is set).
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ from typing import Annotated
 
 import typer
 
-from quipu.cli.common import ConfigOption, DbOption, emit, open_store
+from quipu.cli.common import ConfigOption, DbOption, emit, open_store, stage_bar
 
 group = typer.Typer(
-    help="The event log: read a page, commit a consumer cursor, count refusals.", no_args_is_help=True
+    help="The event log: read a page, commit a consumer cursor, count refusals, prune old events.",
+    no_args_is_help=True,
 )
 
 PAGE = 10_000
@@ -67,3 +69,28 @@ def refusals(db: DbOption = None, config: ConfigOption = None) -> None:
                 break
             since = page["next_offset"]
     emit({"total": sum(counts.values()), "by_gate": dict(sorted(counts.items()))})
+
+
+@group.command("prune")
+def prune(
+    days: Annotated[
+        int | None,
+        typer.Option("--days", min=1, help="prune events older than N days (default: events.retention_days)"),
+    ] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Delete the events older than N days that every consumer and subscription cursor has
+    passed, as the server's hourly retention does; prints how many."""
+    with open_store(db, config) as kb:
+        keep = kb.feeds.settings.retention_days if days is None else days
+        if keep is None:
+            raise typer.BadParameter(
+                "retention is off: pass --days N or set [quipu.events] retention_days", param_hint="--days"
+            )
+        with stage_bar() as bar:
+            task = bar.add_task("pruning", total=None)
+            pruned = kb.feeds.prune(
+                days=keep, on_batch=lambda n: bar.update(task, description=f"pruned {n:,}")
+            )
+    emit({"pruned": pruned, "older_than_days": keep})

@@ -7,10 +7,12 @@ The delivery worker that pushes to subscriptions is started by the server, not h
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from quipu.config import EventsSettings
+from quipu.errors import InvalidField
 from quipu.events import feeds, subscriptions
 from quipu.store import event_feed
 from quipu.store.database import Database
@@ -41,12 +43,33 @@ class Feeds:
         """Create, list or delete push subscriptions (tools-core §3.13)."""
         return subscriptions.run(self.db, allow_private=self.settings.webhook_allow_private, **fields)
 
-    def prune(self, now: datetime | None = None) -> int:
-        """Apply ``events.retention_days`` once; returns how many events were deleted (0 when
-        retention is off)."""
-        days = self.settings.retention_days
-        if days is None:
+    def prune(
+        self,
+        now: datetime | None = None,
+        *,
+        days: int | None = None,
+        on_batch: Callable[[int], None] | None = None,
+    ) -> int:
+        """Apply retention once: delete the events older than ``days`` (default
+        ``events.retention_days``) that every cursor has passed, a batch per write transaction,
+        calling ``on_batch`` with the running total; returns how many were deleted (0 when
+        retention is off and no ``days`` is given)."""
+        keep = self.settings.retention_days if days is None else days
+        if keep is None:
             return 0
-        cutoff = ((now or datetime.now(UTC)) - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%SZ")
-        with self.db.write() as ctx:
-            return event_feed.prune(ctx.conn, cutoff)
+        if keep < 1:
+            raise InvalidField("days must be >= 1", field="days")
+        cutoff = ((now or datetime.now(UTC)) - timedelta(days=keep)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        with self.db.read() as conn:
+            horizon = event_feed.prune_horizon(conn, cutoff)
+        if horizon is None:
+            return 0
+        deleted, batch = 0, event_feed.PRUNE_BATCH
+        while True:
+            with self.db.write() as ctx:
+                count = event_feed.prune_batch(ctx.conn, cutoff, horizon, batch)
+            deleted += count
+            if on_batch is not None:
+                on_batch(deleted)
+            if count < batch:
+                return deleted

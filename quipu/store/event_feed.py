@@ -33,7 +33,7 @@ from quipu.store.schema import consumers, events, transactions
 _e = events.c
 _c = consumers.c
 MAX_OFFSET = 2**63 - 1  # offsets are 64-bit integers
-PRUNE_BATCH = 10_000  # events deleted per statement: bounded lock time on a large log
+PRUNE_BATCH = 10_000  # events deleted per write transaction: writers wait at most one batch
 
 
 def envelope(row: Any) -> dict[str, Any]:
@@ -157,27 +157,28 @@ def lowest_cursor(conn: Connection) -> int | None:
     return None if value is None else int(value)
 
 
-def prune(conn: Connection, cutoff: str) -> int:
-    """Delete the events older than ``cutoff`` that every registered cursor has passed.
-
-    Old means both: the declared ``ts`` is before the cut-off (DM §11.2), and so is the wall-clock
-    ``recorded_at`` of the transaction the event belongs to [designed here], so that a backfill
-    of historical episodes is not pruned the hour it lands. Runs inside the caller's write
-    transaction, in batches; returns how many were deleted.
-    """
-    floor = lowest_cursor(conn)
-    old_tx = conn.execute(
+def prune_horizon(conn: Connection, cutoff: str) -> int | None:
+    """The newest transaction recorded before ``cutoff`` (wall clock), or None: events of later
+    transactions are never old enough to prune, whatever their declared ``ts``."""
+    value = conn.execute(
         select(func.max(transactions.c.id)).where(transactions.c.recorded_at < cutoff)
     ).scalar()
-    if old_tx is None:
-        return 0
-    where = [_e.ts < cutoff, _e.tx_id <= int(old_tx)]
+    return None if value is None else int(value)
+
+
+def prune_batch(conn: Connection, cutoff: str, horizon: int, limit: int = PRUNE_BATCH) -> int:
+    """Delete up to ``limit`` of the events older than ``cutoff`` that every registered cursor
+    has passed, oldest first; returns how many (fewer than ``limit``: none are left).
+
+    Old means both: the declared ``ts`` is before the cut-off (DM §11.2), and the event's
+    transaction is at or before ``horizon`` (``prune_horizon``: recorded before the cut-off by the
+    wall clock) [designed here], so that a backfill of historical episodes is not pruned the hour
+    it lands. The caller runs each batch in a write transaction of its own, so writers wait at
+    most one batch.
+    """
+    where = [_e.ts < cutoff, _e.tx_id <= horizon]
+    floor = lowest_cursor(conn)  # read again each batch: a cursor may be registered meanwhile
     if floor is not None:
         where.append(_e.event_offset <= floor)
-    deleted = 0
-    while True:
-        batch = select(_e.event_offset).where(and_(*where)).order_by(_e.event_offset).limit(PRUNE_BATCH)
-        count = conn.execute(delete(events).where(_e.event_offset.in_(batch.scalar_subquery()))).rowcount
-        deleted += count
-        if count < PRUNE_BATCH:
-            return deleted
+    batch = select(_e.event_offset).where(and_(*where)).order_by(_e.event_offset).limit(limit)
+    return int(conn.execute(delete(events).where(_e.event_offset.in_(batch.scalar_subquery()))).rowcount)

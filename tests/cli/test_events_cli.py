@@ -42,3 +42,13 @@ def test_a_bad_offset_is_refused_with_a_message(tmp_path: Path) -> None:
     db = store_location(tmp_path, "b.db")
     result = run("events", "commit", "--db", db, "--", "worker", "-3", code=2)  # bad input exits 2
     assert "offset must be >= 0" in result.stderr
+
+
+def test_prune_applies_retention_now_and_needs_a_horizon(tmp_path: Path) -> None:
+    db = store_location(tmp_path, "p.db")
+    run("knot", "-", "--db", db, "--timestamp", "2020-01-01T00:00:00Z", stdin=f"<{EX}a> <{EX}p> <{EX}b> .")
+    # declared in 2020 but recorded today: not old by both clocks, so nothing goes
+    assert run("events", "prune", "--days", "1", "--db", db) == {"pruned": 0, "older_than_days": 1}
+    assert len(run("events", "read", "--db", db)["events"]) == 3
+    result = run("events", "prune", "--db", db, code=2)  # retention off and no --days
+    assert "retention is off" in result.stderr

@@ -11,6 +11,7 @@ import pytest
 
 from quipu.api import KnowledgeBase
 from quipu.config import EventsSettings
+from quipu.errors import InvalidField
 from tests.backends import migrated_location
 
 EX = "http://ex.org/"
@@ -74,3 +75,26 @@ def test_retention_off_prunes_nothing(tmp_path: Path) -> None:
         write(kb, 1)
         assert kb.feeds.prune(LATER + timedelta(days=10_000)) == 0
         assert len(offsets(kb)) == 3
+
+
+def test_a_large_prune_goes_a_batch_per_transaction_reporting_progress(
+    kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from quipu.store import event_feed
+
+    write(kb, 5)  # 11 events
+    monkeypatch.setattr(event_feed, "PRUNE_BATCH", 4)
+    seen: list[int] = []
+    assert kb.feeds.prune(LATER, on_batch=seen.append) == 11
+    assert seen == [4, 8, 11]  # writers wait at most one batch
+    assert offsets(kb) == []
+
+
+def test_days_overrides_the_setting_and_is_checked(tmp_path: Path) -> None:
+    with KnowledgeBase(migrated_location(tmp_path, "d.db")) as kb:  # retention off
+        write(kb, 1)
+        assert kb.feeds.prune(LATER, days=5) == 0  # three days old: younger than five
+        assert kb.feeds.prune(LATER, days=2) == 3
+        with pytest.raises(InvalidField) as refused:
+            kb.feeds.prune(days=0)
+        assert refused.value.field == "days"

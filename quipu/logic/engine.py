@@ -359,11 +359,11 @@ class Engine:
         except PrologQueryTimeoutError:
             raise GoalTimeout(f"the call did not finish within {timeout} s") from None
         except PrologConnectionFailedError as exc:
-            self._dead(f"the engine connection failed: {exc}")
+            self._lost(f"the engine connection failed: {exc}")
         except PrologError as exc:
             raise EngineError(f"the engine reported an error: {exc}") from exc
         except OSError as exc:
-            self._dead(f"the engine connection broke: {exc}")
+            self._lost(f"the engine connection broke: {exc}")
         finally:
             thread.deadline = None
         if isinstance(answer, list) and len(answer) == 1 and isinstance(answer[0], dict) and "R" in answer[0]:
@@ -373,6 +373,19 @@ class Engine:
     def _dead(self, reason: str) -> NoReturn:
         self._dead_reason = reason
         raise EngineDied(reason)
+
+    def _lost(self, detail: str) -> NoReturn:
+        """The connection failed. A killed engine usually shows first as a broken pipe, an
+        instant before its exit can be seen: wait a moment, and name the exit when there is one."""
+        process = self._process
+        if process is not None:
+            try:
+                status = process.wait(timeout=1.0)
+            except subprocess.TimeoutExpired:
+                pass
+            else:
+                self._dead(f"the engine process exited (status {status})")
+        self._dead(detail)
 
     def _exit_status(self) -> int | None:
         return None if self._process is None else self._process.poll()

@@ -70,10 +70,32 @@ def literal(host: str) -> IpAddress | None:
         return None
 
 
+# IPv6 prefixes that carry an IPv4 address in their last 32 bits: NAT64 (well-known and
+# local-use) and the deprecated IPv4-compatible form. A gateway would take them to that address.
+_V4_IN_LOW_BITS = (
+    ipaddress.IPv6Network("64:ff9b::/96"),
+    ipaddress.IPv6Network("64:ff9b:1::/48"),
+    ipaddress.IPv6Network("::/96"),
+)
+
+
+def _embedded(address: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses an IPv6 address leads to: mapped, 6to4, Teredo, NAT64, compatible."""
+    out = [v4 for v4 in (address.ipv4_mapped, address.sixtofour) if v4 is not None]
+    if address.teredo is not None:
+        out.extend(address.teredo)
+    if any(address in net for net in _V4_IN_LOW_BITS):
+        out.append(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
+    return out
+
+
 def is_public(address: IpAddress) -> bool:
-    """Globally routable unicast: not loopback, private, link-local, shared, reserved or multicast."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+    """Globally routable unicast: not loopback, private, link-local, shared, reserved or
+    multicast, and no IPv4 address inside it (mapped, 6to4, Teredo, NAT64) that is any of those."""
+    if isinstance(address, ipaddress.IPv6Address):
+        inner = _embedded(address)
+        if inner:
+            return all(is_public(v4) for v4 in inner)
     return address.is_global and not address.is_multicast
 
 

@@ -4,6 +4,7 @@ Delivery itself is tested in test_delivery*.py."""
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from quipu.events import webhook_guard
 from tests.rest.support import kb_of, problem, serve
 
 PUBLIC_HOOK = "http://93.184.215.14/hook"  # a public address literal: no DNS needed
@@ -192,6 +194,10 @@ def test_a_blank_sparql_ask_is_accepted_as_absent(client: TestClient) -> None:
         "http://100.64.0.1/hook",  # shared address space
         "http://0.0.0.0/hook",
         "http://[::ffff:127.0.0.1]/hook",  # IPv4-mapped loopback
+        "http://[2002:a00:1::]/hook",  # 6to4 of 10.0.0.1
+        "http://[64:ff9b::7f00:1]/hook",  # NAT64 of 127.0.0.1
+        "http://[2001:0:4136:e378:8000:63bf:f5ff:fffe]/hook",  # Teredo, client 10.0.0.1
+        "http://[::a9fe:a9fe]/hook",  # IPv4-compatible 169.254.169.254
     ],
 )
 def test_private_and_loopback_receivers_are_refused_by_default(client: TestClient, url: str) -> None:
@@ -237,3 +243,23 @@ def test_subscriptions_write_no_transaction(client: TestClient) -> None:
     create(client)
     call(client, action="delete", consumer_id="hooks")
     assert kb.transactions(limit=None)["count"] == 0
+
+
+@pytest.mark.parametrize(
+    "address, public",
+    [
+        ("8.8.8.8", True),
+        ("2606:4700::1111", True),
+        ("2002:808:808::1", True),  # 6to4 of a public address
+        ("64:ff9b::808:808", True),  # NAT64 of a public address
+        ("::ffff:8.8.8.8", True),
+        ("::ffff:10.0.0.1", False),
+        ("2002:c0a8:1::", False),  # 6to4 of 192.168.0.1
+        ("64:ff9b:1::a9fe:a9fe", False),  # local-use NAT64 of the metadata address
+        ("::1", False),
+        ("224.0.0.1", False),
+        ("ff02::1", False),
+    ],
+)
+def test_an_ipv4_address_inside_an_ipv6_one_is_judged_as_itself(address: str, public: bool) -> None:
+    assert webhook_guard.is_public(ipaddress.ip_address(address)) is public

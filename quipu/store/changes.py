@@ -32,7 +32,7 @@ from typing import Any, Final, cast
 from sqlalchemy import Connection, and_, case, func, select
 
 from quipu.errors import InvalidField, UnknownGraph
-from quipu.store import graph_scope, values
+from quipu.store import graph_registry, graph_scope, values
 from quipu.store.database import Database
 from quipu.store.reads import clamp_i64
 from quipu.store.schema import (
@@ -40,9 +40,7 @@ from quipu.store.schema import (
     OP_RETRACT,
     OP_TOMBSTONE,
     ROOT,
-    ROOT_IRI,
     facts,
-    graphs,
     transactions,
 )
 from quipu.store.search_reads import id_chunks
@@ -122,13 +120,13 @@ def feed_graph(db: Database, conn: Connection, iri: str) -> int:
     ``#inferred`` graph is one); anything else is refused, never read as an empty page."""
     if not iri:
         raise InvalidField("'graph' must be a graph IRI, not an empty string", field="graph")
-    if iri == ROOT_IRI:
-        return ROOT
-    gid = db.terms.lookup(conn, (iri,)).get(iri)
-    if gid is not None:
-        registered = conn.execute(select(graphs.c.g).where(graphs.c.g == gid)).first()
-        if registered is not None or conn.execute(select(_f.g).where(_f.g == gid).limit(1)).first():
-            return gid
+    gid, registered = graph_registry.lookup(db, conn, iri)
+    if gid is not None and (
+        gid == ROOT
+        or registered is not None
+        or conn.execute(select(_f.g).where(_f.g == gid).limit(1)).first() is not None
+    ):
+        return gid
     raise UnknownGraph(f"unknown graph IRI: {iri}", field="graph")
 
 

@@ -124,43 +124,23 @@ class Explained:
 def explain(kb: Any, text: str) -> Explained:
     """PostgreSQL's EXPLAIN ANALYZE of the one statement quipu runs for ``text`` (current state,
     default graph), on a read snapshot with the same budgets and bind parameters as a query."""
-    from quipu.sparql.compiler import Unsupported
-    from quipu.sparql.engine import _cached_plan, _compile, _dataset_scope, prepare
+    from quipu.sparql.engine import compiled_statement
     from quipu.store import budget as budgets
-    from quipu.store.views import TemporalView
 
     db = kb.db
-    main = prepare(text, None).algebra
     with (
         db.read() as conn,
         budgets.enforce(db, conn, timeout_ms=kb.query_timeout_ms, max_join_rows=kb.max_join_rows) as budget,
     ):
         # The key run_query caches the plan under, so this is the statement the timed runs ran.
-        cap = budget.row_cap(kb.max_sparql_rows)
-        default, named = _dataset_scope(db, conn, main.get("datasetClause"), None)
-        scoped = TemporalView.at(as_of_tx=None, valid_at=None).with_graphs(default)
-        key = (text, None, scoped, named, cap, None)
-        plan = _cached_plan(db, conn, key)
-        if plan is None:
-            try:
-                plan = _compile(db, conn, key, main)
-            except Unsupported as why:
-                return Explained(
-                    None, f"not compiled: the compiler does not handle {why}; rdflib evaluates it"
-                )
-        prepared = plan.prepared
-        if prepared is None:
-            return Explained(None, "compiled to no SQL statement: the answer is known without one")
-        merged = prepared.defaults
-        args: Any = merged
-        if prepared.keys is not None:
-            args = {n: merged[n] for n in prepared.keys}
-        elif prepared.names is not None:
-            args = tuple(merged[n] for n in prepared.names)
+        found = compiled_statement(db, conn, text, row_cap=budget.row_cap(kb.max_sparql_rows))
+        if isinstance(found, str):
+            return Explained(None, found)
+        args = found.params
         cursor = conn.connection.dbapi_connection.cursor()
-        cursor.execute(EXPLAIN + prepared.sql, args)
+        cursor.execute(EXPLAIN + found.sql, args)
         lines = [str(row[0]) for row in cursor.fetchall()]
-        if plan.compiled.mixed:
+        if found.mixed:
             lines.insert(0, "(mixed plan: rdflib evaluates the rest of the query)")
         shown = ", ".join(f"{k}={v!r}" for k, v in args.items()) if isinstance(args, dict) else repr(args)
-        return Explained(prepared.sql, "\n".join(lines), shown)
+        return Explained(found.sql, "\n".join(lines), shown)

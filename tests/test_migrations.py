@@ -100,9 +100,9 @@ def test_fixture_is_at_revision_1() -> None:
 
 
 def test_opening_rev1_upgrades_to_head(upgraded: KnowledgeBase, rev1_copy: Path) -> None:
-    assert head_revision() == "0009"
-    assert upgraded.db.schema_revision() == "0009"
-    assert _raw(rev1_copy, "SELECT version_num FROM alembic_version") == [("0009",)]
+    assert head_revision() == "0010"
+    assert upgraded.db.schema_revision() == "0010"
+    assert _raw(rev1_copy, "SELECT version_num FROM alembic_version") == [("0010",)]
     assert _raw(rev1_copy, "SELECT id, generation FROM vector_state") == [(1, 0)]  # revision 6
     columns = {row[1] for row in _raw(rev1_copy, "PRAGMA table_info(facts)")}
     assert "v_num" in columns
@@ -344,6 +344,8 @@ def test_dup_backfill_marks_all_live_claims_but_the_oldest(tmp_path: Path) -> No
     assert [dup for _id, dup in expected] == [0, 1, 1, 0]
     # back to revision 2 without the column, as a file from before it would be
     conn = sqlite3.connect(path)
+    for index in ("ix_live_gea", "ix_live_gav", "ix_live_ref"):  # revision 10
+        conn.execute(f"DROP INDEX {index}")
     conn.execute("ALTER TABLE facts DROP COLUMN dup")
     conn.execute("DROP TABLE shapes")  # revision 4
     for table in ("events", "schema_terms", "snapshot_upload_parts", "snapshot_uploads"):  # revision 5
@@ -366,7 +368,7 @@ def test_dup_backfill_marks_all_live_claims_but_the_oldest(tmp_path: Path) -> No
     conn.commit()
     conn.close()
     with quipu.open(str(path)) as kb:
-        assert kb.db.schema_revision() == "0009"
+        assert kb.db.schema_revision() == "0010"
         rows = kb.query("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }")
         assert isinstance(rows, list) and str(rows[0]["n"]) == "2"
     assert _raw(path, "SELECT id, dup FROM facts ORDER BY id") == expected

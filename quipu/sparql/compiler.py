@@ -72,7 +72,7 @@ from quipu.sparql.relations import (
 )
 from quipu.store import values
 from quipu.store.database import Database
-from quipu.store.views import TemporalView
+from quipu.store.views import TemporalView, primary
 
 __all__ = ["Compiled", "Unsupported", "compile_pattern", "compile_query"]
 
@@ -80,8 +80,8 @@ __all__ = ["Compiled", "Unsupported", "compile_pattern", "compile_query"]
 
 
 def _bgp(ctx: Context, triples: list[Any], graph_var: str | None) -> Rel:
-    primary = ctx.primary_claims(graph_var)
-    rel = Rel(dedup=not primary)
+    one_claim = ctx.primary_claims(graph_var)
+    rel = Rel(dedup=not one_claim)
     if not triples:
         if graph_var is None:
             return Rel()
@@ -106,8 +106,8 @@ def _bgp(ctx: Context, triples: list[Any], graph_var: str | None) -> Rel:
         f = ctx.alias()
         rel.froms.append(f)
         rel.conds.append(ctx.view.where(f))
-        if primary:
-            rel.conds.append(f.c.dup == 0)
+        if one_claim:
+            rel.conds.append(primary(f))
         for term, column in ((s, f.c.e), (p, f.c.a)):
             name = variable_name(term)
             if name is None:

@@ -14,6 +14,7 @@ from sqlalchemy import Select, case, func, literal, select, union_all
 from quipu.errors import BadLiteral
 from quipu.sparql.relations import Col, Context, Node, Rel, Unsupported, variable_name
 from quipu.store import values
+from quipu.store.views import primary
 
 # A path compiles to a selectable of (s, o) node keys: a term id (an integer) for an IRI or
 # blank node, the literal encoding (a blob) for a literal. SQLite compares the two storage
@@ -44,7 +45,7 @@ def _link(ctx: Context, predicates: list[int] | None, negated: bool, inverse: bo
     start, end = (obj, f.c.e) if inverse else (f.c.e, obj)
     stmt = select(start.label("s"), end.label("o")).select_from(f).where(ctx.view.where(f))
     if ctx.primary_claims(None):
-        stmt = stmt.where(f.c.dup == 0)
+        stmt = stmt.where(primary(f))
     if predicates is not None:
         items = [literal(p) for p in predicates]
         stmt = stmt.where(f.c.a.not_in(items) if negated else f.c.a.in_(items))

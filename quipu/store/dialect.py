@@ -26,6 +26,7 @@ from sqlalchemy.sql.functions import FunctionElement
 
 from quipu.errors import ConfigError, QuipuError
 from quipu.store import keyword_tokens, pg_functions, pg_regex, sqlfunctions
+from quipu.store.schema import LIVE_INDEXES, facts, postgres_live_index_ddl
 from quipu.store.wal import DEFAULT_LIMIT_MB, JOURNAL_SIZE_LIMIT, MIB, LongReads, WalCheckpointer
 
 log = logging.getLogger("quipu.store")
@@ -436,13 +437,21 @@ class PostgresDialect(Dialect):
             yield
             return
         deferred = incoming >= _DEFER_INDEXES_MIN
+        shared = [i for i in table.indexes if i.name not in LIVE_INDEXES]
+        live = table is facts
         if deferred:
-            for index in table.indexes:
+            for index in shared:
                 index.drop(conn, checkfirst=True)
+            if live:
+                for name in sorted(LIVE_INDEXES):
+                    conn.exec_driver_sql(f"DROP INDEX IF EXISTS {name}")
         yield
         if deferred:
-            for index in table.indexes:
+            for index in shared:
                 index.create(conn)
+            if live:
+                for ddl in postgres_live_index_ddl():
+                    conn.exec_driver_sql(ddl)
         conn.exec_driver_sql(f"ANALYZE {table.name}")
         conn.exec_driver_sql("ANALYZE terms")
 

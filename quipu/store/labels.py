@@ -11,7 +11,7 @@ from sqlalchemy import Connection, and_, select
 
 from quipu.store import values
 from quipu.store.schema import facts, terms
-from quipu.store.views import TemporalView
+from quipu.store.views import TemporalView, primary
 
 
 def label_rows(
@@ -34,13 +34,13 @@ def label_rows(
             typ.c.g == lab.c.g,
             typ.c.a == rdf_type,
             typ.c.v_ref.is_not(None),
-            typ.c.dup == 0,
+            primary(typ),
             view.where(typ),
         )
         source = source.outerjoin(typ, typed).outerjoin(klass, klass.c.id == typ.c.v_ref)
         columns.append(klass.c.iri)
         order.append(typ.c.id)
-    query = select(*columns).select_from(source).where(view.where(lab), lab.c.a == label, lab.c.dup == 0)
+    query = select(*columns).select_from(source).where(view.where(lab), lab.c.a == label, primary(lab))
     out: list[tuple[str, str, str]] = []
     for row in conn.execute(query.order_by(*order)):
         decoded = values.decode(bytes(row[1]))

@@ -26,7 +26,7 @@ from quipu.store.schema import (
     transaction_auth,
     transactions,
 )
-from quipu.store.views import TemporalView, visible
+from quipu.store.views import TemporalView, primary, visible
 
 RDF_TYPE = values.RDF + "type"
 RDFS_LABEL = "http://www.w3.org/2000/01/rdf-schema#label"
@@ -398,7 +398,7 @@ def fragments(
     c = facts.c
     # Current state of one graph: exactly one live claim per statement has dup = 0 (schema.py),
     # so counting claims with it counts distinct statements without a DISTINCT.
-    conds: list[Any] = [TemporalView().where(facts), c.dup == 0]
+    conds: list[Any] = [TemporalView().where(facts), primary(facts)]
     with db.read() as conn:
         graph_scope.enforce(db, conn, (ROOT,))  # ROOT is read: the label floor applies
         named = [x for x in (subject, predicate, object_iri) if x is not None]

@@ -29,7 +29,7 @@ metadata = MetaData()
 
 # The newest Alembic revision (migrations/versions): a store already there opens without loading
 # Alembic at all. tests/test_migrations.py keeps it equal to the scripts' head.
-SCHEMA_REVISION: Final = "0009"
+SCHEMA_REVISION: Final = "0010"
 
 # A rowid alias on SQLite (auto-assigned), a plain BIGINT on PostgreSQL.
 ID = BigInteger().with_variant(Integer, "sqlite")
@@ -40,6 +40,12 @@ META_IRI: Final = "urn:quipu:graph:meta"
 OP_RETRACT, OP_ASSERT, OP_TOMBSTONE = 0, 1, 2
 
 REF = text("v_ref IS NOT NULL")
+# A live primary claim: asserted, not closed, the one claim current reads see per statement.
+# The readers write these three terms with literal constants (views.visible, views.primary):
+# a planner uses a partial index only when the query's WHERE visibly implies the index's.
+LIVE_SQL: Final = "op = 1 AND valid_to IS NULL AND dup = 0"
+LIVE = text(LIVE_SQL)
+LIVE_REF = text(f"v_ref IS NOT NULL AND {LIVE_SQL}")
 
 terms = Table(
     "terms",
@@ -97,13 +103,47 @@ facts = Table(
     # Index design [changed from DM §14.1]: four full indexes instead of three partial "live"
     # ones, three history ones and UNIQUE(tx, g, e, a, vh). Every insert maintains each index,
     # and the duplicates cost about half the write time and half the file (measured in the
-    # ingest benchmark). Current reads use the same indexes with the live filter as a residual.
-    # One row per statement per transaction is guaranteed by the writer, which deduplicates.
+    # ingest benchmark). They serve writes and time travel; current reads have the live indexes
+    # below. One row per statement per transaction is guaranteed by the writer's deduplication.
     Index("ix_facts_gea", "g", "e", "a", "vh"),  # subject lookups, writer checks, history
     Index("ix_facts_gav", "g", "a", "vh"),  # predicate and object lookups
     Index("ix_facts_ref", "v_ref", "g", sqlite_where=REF, postgresql_where=REF),  # reverse edges
     Index("ix_facts_tx", "tx"),  # transaction-time feeds
+    # Revision 10: the current state's own indexes, holding live primary claims only, so a
+    # current read filters nothing and (on SQLite) never reads the table row: SPO, POS and OSP
+    # orders carrying every column a current-state triple pattern reads, the live predicate's
+    # own columns included (SQLite counts a column the WHERE names as one the index must hold).
+    # PostgreSQL gets the key columns only (POSTGRES_LIVE_INDEXES): a btree entry there is
+    # capped at 2,704 bytes, and ``v`` can be a long literal. docs/store.md has the measurements.
+    Index(
+        "ix_live_gea", "g", "e", "a", "vh", "v_ref", "v", "v_num", "op", "valid_to", "dup", sqlite_where=LIVE
+    ),
+    Index(
+        "ix_live_gav", "g", "a", "vh", "e", "v_ref", "v", "v_num", "op", "valid_to", "dup", sqlite_where=LIVE
+    ),
+    Index("ix_live_ref", "v_ref", "g", "a", "e", "op", "valid_to", "dup", sqlite_where=LIVE_REF),
 )
+LIVE_INDEXES: Final = frozenset({"ix_live_gea", "ix_live_gav", "ix_live_ref"})
+for _index in facts.indexes:
+    if _index.name in LIVE_INDEXES:
+        _index.ddl_if(dialect="sqlite")
+
+
+# PostgreSQL's twins of the live indexes: the same names, orders and predicates, without the
+# value columns (a heap fetch reads them; the predicate still keeps every closed row out).
+POSTGRES_LIVE_INDEXES: Final = (
+    ("ix_live_gea", "g, e, a, vh", LIVE_SQL),
+    ("ix_live_gav", "g, a, vh", LIVE_SQL),
+    ("ix_live_ref", "v_ref, g", f"v_ref IS NOT NULL AND {LIVE_SQL}"),
+)
+
+
+def postgres_live_index_ddl() -> list[str]:
+    """CREATE INDEX statements for the live indexes on PostgreSQL."""
+    return [
+        f"CREATE INDEX {name} ON facts ({cols}) WHERE {where}" for name, cols, where in POSTGRES_LIVE_INDEXES
+    ]
+
 
 graphs = Table(
     "graphs",

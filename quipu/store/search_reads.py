@@ -15,7 +15,7 @@ from sqlalchemy.sql import Select
 
 from quipu.store import values
 from quipu.store.schema import facts, terms
-from quipu.store.views import TemporalView
+from quipu.store.views import TemporalView, primary
 
 _CHUNK: Final = 500  # ids per IN (...) list: well under every backend's parameter limit
 _STREAM: Final = 2_000  # rows fetched at a time by a scan (a server-side cursor on PostgreSQL)
@@ -46,7 +46,7 @@ def _current(view: TemporalView) -> list[ColumnElement[bool]]:
     # One live claim per statement has dup = 0 (schema.py): statements, not claims, without DISTINCT.
     conds: list[ColumnElement[bool]] = [view.where(facts)]
     if view.is_current:
-        conds.append(facts.c.dup == 0)
+        conds.append(primary(facts))
     return conds
 
 

@@ -9,18 +9,28 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from sqlalchemy import ColumnElement, and_, false, literal, or_
+from sqlalchemy import ColumnElement, SmallInteger, and_, false, literal, literal_column, or_
 from sqlalchemy.sql import FromClause
 
 from quipu.errors import InvalidField
 from quipu.store.schema import OP_ASSERT, ROOT
 from quipu.times import normalise_valid_at
 
+# Written into the SQL as constants, not parameters: the live indexes (schema.LIVE) are partial,
+# and a planner uses one only when the query's WHERE visibly implies the index's predicate.
+_ASSERTED = literal_column(str(OP_ASSERT), SmallInteger)
+_PRIMARY = literal_column("0", SmallInteger)
+
+
+def primary(f: FromClause) -> ColumnElement[bool]:
+    """SQL condition: this live claim is its statement's one primary claim (``facts.dup``)."""
+    return f.c.dup == _PRIMARY
+
 
 def visible(f: FromClause, as_of_tx: int | None, valid_at: str | None) -> ColumnElement[bool]:
     """SQL condition: this claim row of ``facts`` (or an alias) is visible at the read point."""
     c = f.c
-    cond: list[ColumnElement[bool]] = [c.op == OP_ASSERT]
+    cond: list[ColumnElement[bool]] = [c.op == _ASSERTED]
     if as_of_tx is None and valid_at is None:
         cond.append(c.valid_to.is_(None))
     elif valid_at is None:

@@ -509,10 +509,15 @@ def test_a_read_only_server_answers_ask(tmp_path: Path) -> None:
 
 
 def _crowd(client: TestClient) -> None:
-    """Forty commits of one work item, each modifying the same forty entities: a chain that
-    multiplies into millions of intermediate rows."""
-    lines = [line for c in range(40) for line in commit(f"k{c}", "wide", *(f"f{e}" for e in range(40)))]
-    chain(client, *lines, f'<{EX}wide> <http://aegis.gastown.local/ontology/identifier> "WIDE" .')
+    """Forty commits of one work item and forty of forty others, each modifying the same forty
+    entities: a chain that multiplies into millions of intermediate rows, most of which pass
+    the question's filter (another item), so no join order can prune it early."""
+    entities = [f"f{e}" for e in range(40)]
+    lines = [line for c in range(40) for line in commit(f"k{c}", "wide", *entities)]
+    lines += [line for c in range(40) for line in commit(f"o{c}", f"other{c}", *entities)]
+    identifier = "http://aegis.gastown.local/ontology/identifier"
+    lines += [f'<{EX}other{c}> <{identifier}> "O{c}" .' for c in range(40)]
+    chain(client, *lines, f'<{EX}wide> <{identifier}> "WIDE" .')
 
 
 def test_a_question_past_the_join_bound_is_422(tmp_path: Path) -> None:

@@ -9,11 +9,11 @@ from typing import Any
 
 from rdflib import Literal, URIRef, paths
 from rdflib.term import Node as RdfNode
-from sqlalchemy import Select, case, func, literal, select, union_all
+from sqlalchemy import Select, case, func, literal, literal_column, select, union_all
 
 from quipu.errors import BadLiteral
 from quipu.sparql.relations import Col, Context, Node, Rel, Unsupported, variable_name
-from quipu.store import values
+from quipu.store import planner_stats, values
 from quipu.store.views import primary
 
 # A path compiles to a selectable of (s, o) node keys: a term id (an integer) for an IRI or
@@ -110,7 +110,14 @@ def _path_sql(ctx: Context, path: Any, start: Any) -> Select[Any]:
             if start is not None:
                 seed = seed.where(step.c.s == start)
             closure = seed.cte(ctx.sub_name(), recursive=True)
-            step2 = _path_sql(ctx, path.path, None).subquery(ctx.sub_name())
+            again = _path_sql(ctx, path.path, None)
+            if _bloom_probed(ctx, start):
+                # Read the edges once (LIMIT -1 keeps them a subquery) instead of probing them
+                # from the recursive step through a Bloom filter SQLite rebuilds for every row of
+                # the queue: 115 ms instead of 6 for the closure of 2,436 edges in the SPARQL
+                # benchmark's Q10, 96 ms instead of 3 for a two-step walk from one node.
+                again = again.limit(literal_column("-1"))
+            step2 = again.subquery(ctx.sub_name())
             closure = closure.union(
                 select(closure.c.s, step2.c.o).select_from(closure.join(step2, step2.c.s == closure.c.o))
             )
@@ -126,6 +133,23 @@ def _path_sql(ctx: Context, path: Any, start: Any) -> Select[Any]:
             return reach.union(zero)  # type: ignore[return-value]
         return reach.distinct()
     raise Unsupported(f"path {path!r}")
+
+
+# SQLite (3.40) takes a CTE for 2**20 rows and probes a joined table through a Bloom filter when
+# it expects more probes than the table has rows: a store with fewer facts gets one per step.
+_CTE_ROWS = 2**20
+
+
+def _bloom_probed(ctx: Context, start: Any) -> bool:
+    """Whether the recursive step should read its edges once rather than probe them by index:
+    always for a closure from every node (it reads every edge anyway), and from one node when
+    SQLite would otherwise build a Bloom filter for each step. PostgreSQL has no such filter."""
+    if ctx.db.dialect.name != "sqlite":
+        return False
+    if start is None:
+        return True
+    rows = planner_stats.facts_rows(ctx.conn)
+    return rows is not None and rows < _CTE_ROWS
 
 
 def _invert(path: Any) -> Any:

@@ -311,8 +311,11 @@ class SqliteDialect(Dialect):
         yield
         for index in table.indexes:
             index.create(conn)
-        # Fresh statistics for the planner; a sampled ANALYZE costs milliseconds, not seconds.
-        conn.exec_driver_sql("PRAGMA analysis_limit=1000")
+        # Fresh, exact statistics for the planner (0.6 s per million facts, measured). A sampled
+        # ANALYZE reads the first rows of each index only, and the graph column of a load into
+        # one graph then looks selective (1,001 rows per graph instead of all of them), which
+        # sent property-path closures through a Bloom filter per recursive step.
+        conn.exec_driver_sql("PRAGMA analysis_limit=0")
         conn.exec_driver_sql(f"ANALYZE {table.name}")
 
     def insert_tuples(

@@ -47,6 +47,7 @@ def upgrade() -> None:
     if sqlite:  # as after a bulk load (quipu.store.dialect.LOAD_SHAPED_INDEXES): a store loaded
         # in one transaction would look like a million rows per transaction id
         op.execute("DELETE FROM sqlite_stat1 WHERE idx = 'ix_facts_tx'")
+        op.execute("ANALYZE sqlite_schema")  # reload this connection's planner statistics
 
 
 def downgrade() -> None:

@@ -184,6 +184,9 @@ def forget_load_shaped_statistics(conn: Connection) -> None:
     """Drop the planner's statistics for ``LOAD_SHAPED_INDEXES`` (after an ANALYZE)."""
     names = ", ".join(f"'{name}'" for name in LOAD_SHAPED_INDEXES)
     conn.exec_driver_sql(f"DELETE FROM sqlite_stat1 WHERE idx IN ({names})")
+    # ANALYZE loaded what it found into this connection's planner; this reloads the table
+    # (other connections read it when they next load the schema, which the load changed).
+    conn.exec_driver_sql("ANALYZE sqlite_schema")
 
 
 class SqliteDialect(Dialect):

@@ -7,7 +7,7 @@ them imports another to name these types.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -80,6 +80,8 @@ class WriteContext:
     episode: EpisodeMark | None = None  # the episode being written, for episode.ingested
     refusal: Refusal | None = None  # set while a gate runs: a WriteRefused then is its refusal
     schema_terms: list[tuple[str, str]] = field(default_factory=list)  # first seen here (events)
+    # (phase, done, total) for long work inside the write: index builds, the event log
+    progress: Callable[[str, int, int], None] | None = None
 
     @contextmanager
     def gate(self, refusal: Refusal) -> Iterator[None]:

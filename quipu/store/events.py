@@ -151,7 +151,7 @@ def _emit_root(
     tx, ts, source = info.id, info.timestamp, info.source
     conn, prepared = ctx.conn, ctx.dialect.prepared
     rdf_type = terms.lookup_in(ctx, (RDF_TYPE,)).get(RDF_TYPE)
-    count = 0
+    count = edge_count = 0
     asserted: dict[tuple[bool, int], None] = {}  # (is type, term id) in first-appearance order
     touched: dict[int, None] = {}
     kept: list[tuple[int, int, int, int]] | None = []  # the edges, while the transaction is small
@@ -165,15 +165,18 @@ def _emit_root(
                     asserted[(False, a)] = None
                 elif ref is not None:
                     asserted[(True, ref)] = None
-            if kept is not None and ref is not None and a != rdf_type:
-                kept.append((op, e, a, ref))
+            if ref is not None and a != rdf_type:
+                edge_count += 1
+                if kept is not None:
+                    kept.append((op, e, a, ref))
         if count > _BATCH:
             kept = None
     if not count:
         return
     mark = ctx.episode
     group = mark.group_id if mark is not None else None
-    out = _Pending(ctx)
+    # a large write reports its progress: one event per touched subject and per edge
+    out = _Pending(ctx, len(touched) + edge_count if kept is None else 0)
 
     def add(kind: str, subject: str | None, payload: dict[str, Any] | str) -> None:
         out.add(_row(kind, ts, subject, group, tx, payload))
@@ -214,6 +217,7 @@ def _emit_root(
         iri = terms.iris_in(ctx, {t for _op, e, a, ref in edges for t in (e, a, ref)})
         _add_edges(add, edges, iri, seen, object_seen)
         out.flush()
+    out.finish()
 
 
 def _add_edges(
@@ -246,9 +250,12 @@ class _Pending:
     becomes its term's ``first_offset``.
     """
 
-    def __init__(self, ctx: WriteContext) -> None:
+    def __init__(self, ctx: WriteContext, total: int = 0) -> None:
         self.ctx = ctx
         self.rows: list[_Row] = []
+        self.report = ctx.progress if total else None
+        self.total = total
+        self.written = 0
 
     def add(self, row: _Row) -> None:
         self.rows.append(row)
@@ -263,7 +270,15 @@ class _Pending:
     def flush(self) -> None:
         if self.rows:
             self.ctx.dialect.insert_tuples(self.ctx.conn, events, _EVENT_COLUMNS, self.rows)
+            self.written += len(self.rows)
             self.rows = []
+            if self.report is not None:
+                self.report("event log", min(self.written, self.total), self.total)
+
+    def finish(self) -> None:
+        self.flush()
+        if self.report is not None:
+            self.report("event log", self.total, self.total)
 
 
 def _new_schema_terms(

@@ -316,8 +316,11 @@ def assert_rows(ctx: WriteContext, tx: TxInfo, rows: Sequence[Row], valid_from: 
     if len(rows) > _BULK_ROWS and prepared(_GRAPH_HAS_ROWS).run(conn, {"g": tx.graph}).fetchone() is None:
         # A graph with no rows at all has no claims to compare against: every row is new.
         tail = (tx.graph, tx.id, valid_from, OP_ASSERT)
+        report = ctx.progress or _silent
         with ctx.dialect.indexes_deferred(conn, facts, len(rows)):
             ctx.dialect.insert_tuples(conn, facts, _CLAIM_COLUMNS, [r + tail for r in rows])
+            report("building indexes", 0, 1)  # if they were deferred, they are built on leaving
+        report("building indexes", 1, 1)
         return len(rows)
     params = {"g": tx.graph, "tx": tx.id, "vf": valid_from, "src": tx.source}
     if len(rows) <= _LISTED_ROWS:
@@ -490,6 +493,7 @@ def assert_statements(
     src = derived_source(source, actor, "knot")
     report = progress or _silent
     with db.write(auth) as ctx:
+        ctx.progress = progress
         target = resolve_target_graph(db, ctx, graph)
         if check is not None:  # gates, inside the transaction and before anything is interned
             check(ctx, target)

@@ -106,7 +106,9 @@ def _bgp(ctx: Context, triples: list[Any], graph_var: str | None) -> Rel:
         f = ctx.alias()
         rel.froms.append(f)
         rel.conds.append(ctx.view.where(f))
-        if one_claim:
+        if ctx.view.is_current:
+            # one claim per statement per graph, so the live indexes serve every current read;
+            # across several graphs a statement is still a row per graph (dedup collapses them)
             rel.conds.append(primary(f))
         for term, column in ((s, f.c.e), (p, f.c.a)):
             name = variable_name(term)

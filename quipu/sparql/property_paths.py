@@ -44,7 +44,7 @@ def _link(ctx: Context, predicates: list[int] | None, negated: bool, inverse: bo
     obj = func.coalesce(f.c.v_ref, f.c.v)
     start, end = (obj, f.c.e) if inverse else (f.c.e, obj)
     stmt = select(start.label("s"), end.label("o")).select_from(f).where(ctx.view.where(f))
-    if ctx.primary_claims(None):
+    if ctx.view.is_current:  # one claim per statement per graph (the live indexes)
         stmt = stmt.where(primary(f))
     if predicates is not None:
         items = [literal(p) for p in predicates]

@@ -235,7 +235,10 @@ class SqliteDialect(Dialect):
             cur.execute(f"PRAGMA synchronous={tuning.synchronous}")
             cur.execute(f"PRAGMA busy_timeout={int(tuning.busy_timeout_ms)}")
             cur.execute(f"PRAGMA cache_size=-{int(tuning.cache_mb) * 1024}")
-            cur.execute("PRAGMA temp_store=MEMORY")
+            # Readers sort and group in a temporary file's page cache: an in-memory temp store
+            # allocates and frees its pages for every query, and in a process with a large
+            # heap that tripled a GROUP BY over 55k rows (Q5 at 1M triples: 85 ms against 21).
+            cur.execute(f"PRAGMA temp_store={'MEMORY' if write or memory else 'FILE'}")
             cur.execute("PRAGMA foreign_keys=OFF")
             if write and not memory:
                 # The writer never checkpoints inside a commit; WalCheckpointer does it aside.

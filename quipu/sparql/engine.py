@@ -69,10 +69,22 @@ class QueryResult:
     def rows(self) -> list[dict[str, Node]]:
         """SELECT solutions as dicts of rdflib terms; an unbound variable is absent."""
         names = self.variables
-        return [
-            {name: to_node(cell) for name, cell in zip(names, row, strict=True) if cell is not None}
-            for row in self.table
-        ]
+        if not self.table or not names:
+            return [{} for _ in self.table]
+        # Column by column: each distinct term becomes an rdflib term once (building one is
+        # most of the cost: Q4 at 1M, 33k rows, took 2.1x pyoxigraph when done per cell).
+        columns: list[Any] = []
+        unbound = False
+        for column in zip(*self.table, strict=True):
+            node: dict[Cell | None, Node | None] = {c: to_node(c) for c in set(column) if c is not None}
+            if None in column:
+                node[None] = None
+                unbound = True
+            columns.append(map(node.__getitem__, column))
+        rows = [dict(zip(names, values, strict=True)) for values in zip(*columns, strict=True)]
+        if unbound:
+            rows = [{k: v for k, v in row.items() if v is not None} for row in rows]
+        return rows
 
     @property
     def graph(self) -> Graph | None:

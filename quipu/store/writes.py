@@ -328,7 +328,9 @@ def assert_rows(ctx: WriteContext, tx: TxInfo, rows: Sequence[Row], valid_from: 
         params.update(zip(names, chain.from_iterable(rows), strict=True))
         return int(prepared(statement).run(conn, params).rowcount)
     fill(conn, ctx.dialect, fact_stage, rows)
-    return int(prepared(_INSERT_UNOWNED).run(conn, params).rowcount)
+    written = int(prepared(_INSERT_UNOWNED).run(conn, params).rowcount)
+    ctx.dialect.grew(conn, facts, written)
+    return written
 
 
 def close_claims(

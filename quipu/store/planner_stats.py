@@ -14,8 +14,10 @@ def facts_rows(conn: Connection) -> int | None:
     the store has no statistics yet (the planner then makes no size-based choices)."""
     if conn.exec_driver_sql("SELECT 1 FROM sqlite_master WHERE name = 'sqlite_stat1'").fetchone() is None:
         return None  # no ANALYZE has run yet
+    # A full index's first number is the table's rows. Not ix_facts_tx: its statistics are
+    # dropped after a bulk load (dialect.LOAD_SHAPED_INDEXES).
     row = conn.exec_driver_sql(
-        "SELECT stat FROM sqlite_stat1 WHERE tbl = 'facts' AND idx = 'ix_facts_tx'"
+        "SELECT stat FROM sqlite_stat1 WHERE tbl = 'facts' AND idx = 'ix_facts_gea'"
     ).fetchone()
     if row is None or not row[0]:
         return None

@@ -9,7 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.dialects import sqlite
 
 from quipu.api import KnowledgeBase
-from quipu.store import events, values, writes
+from quipu.store import events, planner_stats, values, writes
 from quipu.store.schema import facts
 from quipu.store.stage import fact_stage, fill
 from quipu.store.views import TemporalView
@@ -100,3 +100,12 @@ def test_after_a_bulk_load_one_transactions_rows_are_read_through_the_transactio
     # the writer ran the ANALYZE and holds what it loaded; it reads the event log on every write
     with kb.db.write() as ctx:
         assert "ix_facts_tx" in str(ctx.conn.exec_driver_sql(explain, (tx,)).all())
+
+
+def test_the_planners_idea_of_the_store_size_survives_a_bulk_load(kb: KnowledgeBase) -> None:
+    # Property paths choose their plan by it (sparql.property_paths); it was read from the
+    # transaction index's statistics, which a bulk load now drops.
+    lines = "".join(f'ex:s{i} ex:p{i % 7} "n{i}" .\n' for i in range(60_000))
+    kb.knot(PREFIXES + lines)
+    with kb.db.read() as conn:
+        assert planner_stats.facts_rows(conn) == 60_000

@@ -260,8 +260,9 @@ class Context:
         return k
 
     def primary_claims(self, graph_var: str | None) -> bool:
-        """Whether ``dup = 0`` picks one claim per statement: in the current state, and within
-        one graph (a statement in two FROM graphs is still two rows to collapse)."""
+        """Whether rows need no DISTINCT: in the current state ``dup = 0`` (which every current
+        read applies) leaves one claim per statement and graph, so within one graph a row is a
+        statement (in two FROM graphs a statement is still two rows to collapse)."""
         return self.view.is_current and (graph_var is not None or len(self.view.graphs) <= 1)
 
     def named_graphs(self) -> list[int]:

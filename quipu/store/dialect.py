@@ -459,8 +459,7 @@ class PostgresDialect(Dialect):
         if incoming < _ANALYZE_MIN or "id" not in table.c:
             yield
             return
-        existing = conn.exec_driver_sql(f"SELECT COALESCE(MAX(id), 0) FROM {table.name}").scalar() or 0
-        if incoming < 2 * existing:
+        if incoming < 2 * _max_id(conn, table):
             yield
             return
         deferred = incoming >= _DEFER_INDEXES_MIN
@@ -479,8 +478,7 @@ class PostgresDialect(Dialect):
             if live:
                 for ddl in postgres_live_index_ddl():
                     conn.exec_driver_sql(ddl)
-        conn.exec_driver_sql(f"ANALYZE {table.name}")
-        conn.exec_driver_sql("ANALYZE terms")
+        _analyze(conn, table)
 
     def grew(self, conn: Connection, table: Table, incoming: int) -> None:
         # A write that at least doubled a small table refreshes its statistics too, as a bulk
@@ -489,10 +487,8 @@ class PostgresDialect(Dialect):
         # full scans). ANALYZE of a small table costs milliseconds.
         if incoming < _ANALYZE_MIN or "id" not in table.c:
             return
-        existing = conn.exec_driver_sql(f"SELECT COALESCE(MAX(id), 0) FROM {table.name}").scalar() or 0
-        if 2 * incoming >= existing:
-            conn.exec_driver_sql(f"ANALYZE {table.name}")
-            conn.exec_driver_sql("ANALYZE terms")
+        if 2 * incoming >= _max_id(conn, table):
+            _analyze(conn, table)
 
     def insert_tuples(
         self, conn: Connection, table: Table, columns: Sequence[str], rows: Sequence[tuple[Any, ...]]
@@ -502,6 +498,16 @@ class PostgresDialect(Dialect):
         with cursor.copy(f"COPY {table.name} ({', '.join(columns)}) FROM STDIN") as copy:
             for row in rows:
                 copy.write_row(row)
+
+
+def _max_id(conn: Connection, table: Table) -> int:
+    return int(conn.exec_driver_sql(f"SELECT COALESCE(MAX(id), 0) FROM {table.name}").scalar() or 0)
+
+
+def _analyze(conn: Connection, table: Table) -> None:
+    """PostgreSQL statistics for ``table`` and the term dictionary its rows point into."""
+    conn.exec_driver_sql(f"ANALYZE {table.name}")
+    conn.exec_driver_sql("ANALYZE terms")
 
 
 def _pg_cursor(conn: Connection) -> Any:

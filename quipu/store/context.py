@@ -82,6 +82,14 @@ class WriteContext:
     schema_terms: list[tuple[str, str]] = field(default_factory=list)  # first seen here (events)
     # (phase, done, total) for long work inside the write: index builds, the event log
     progress: Callable[[str, int, int], None] | None = None
+    _pending_iris: dict[int, str] = field(default_factory=dict, repr=False)
+
+    def pending_iris(self) -> dict[int, str]:
+        """``pending_terms`` inverted (id -> IRI). Interning only ever adds terms, so the map is
+        rebuilt only when it has grown: a bulk load's event log asks it once per batch."""
+        if len(self._pending_iris) != len(self.pending_terms):
+            self._pending_iris = {tid: iri for iri, tid in self.pending_terms.items()}
+        return self._pending_iris
 
     @contextmanager
     def gate(self, refusal: Refusal) -> Iterator[None]:

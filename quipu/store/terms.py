@@ -184,9 +184,15 @@ class TermDictionary:
 
     def iris_in(self, ctx: WriteContext, ids: Iterable[int]) -> dict[int, str]:
         """``iris`` inside a write: this transaction's own new terms are found, never cached."""
-        wanted = set(ids)
-        out = {tid: iri for iri, tid in ctx.pending_terms.items() if tid in wanted}
-        rest = wanted.difference(out)
+        pending = ctx.pending_iris()
+        out: dict[int, str] = {}
+        rest: list[int] = []
+        for tid in set(ids):
+            iri = pending.get(tid)
+            if iri is None:
+                rest.append(tid)
+            else:
+                out[tid] = iri
         if rest:
             out.update(self.iris(ctx.conn, rest))
         return out

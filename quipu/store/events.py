@@ -32,6 +32,7 @@ from sqlalchemy import (
 )
 
 from quipu import times
+from quipu.store.bulk_events import LargeTransaction
 from quipu.store.context import Refusal, TxInfo, WriteContext, head_tx
 from quipu.store.dialect import Dialect
 from quipu.store.schema import ROOT, ROOT_IRI, events, facts, graphs, schema_terms
@@ -58,12 +59,7 @@ _LOGICAL = """
               AND l.op = 1 AND l.valid_to IS NULL)))
 """
 _TRANSITIONS = text(f"SELECT f.op, f.e, f.a, f.v_ref FROM facts f WHERE {_LOGICAL} ORDER BY f.id")
-# The same, only the edges: Ref-valued, not rdf:type (a second pass keeps memory bounded).
-_EDGES = text(
-    f"SELECT f.op, f.e, f.a, f.v_ref FROM facts f WHERE {_LOGICAL} "
-    "AND f.v_ref IS NOT NULL AND f.a <> :rdf_type ORDER BY f.id"
-)
-_BATCH = 5000  # rows fetched, and events inserted, at a time
+_BATCH = 5000  # transitions above which the database writes the entity and edge events
 
 _INSERT_EVENT = insert(events).values(
     {c: bindparam(c) for c in ("type", "ts", "subject", "group_id", "tx_id", "payload")}
@@ -142,82 +138,80 @@ def emit(ctx: WriteContext, terms: TermDictionary, seen: SeenTerms) -> None:
 def _emit_root(
     ctx: WriteContext, terms: TermDictionary, seen_terms: SeenTerms, info: TxInfo, first_tx: int
 ) -> None:
-    """Events of one ROOT transaction, in the order of DM §11.1, in bounded batches.
+    """Events of one ROOT transaction, in the order of DM §11.1.
 
-    Pass one reads the transitions for the count, the new schema terms and the touched subjects
-    (ids only); a large transaction then reads its edges in a second pass, so a bulk load of a
-    million statements never holds its events in memory at once. A small one keeps its rows.
+    A transaction of up to ``_BATCH`` transitions is read into Python and its events are built
+    there; a larger one (a bulk load) has its entity and edge events written by the database
+    (``bulk_events``), so it never holds them in memory and does no work per claim here.
     """
-    tx, ts, source = info.id, info.timestamp, info.source
+    tx = info.id
     conn, prepared = ctx.conn, ctx.dialect.prepared
     rdf_type = terms.lookup_in(ctx, (RDF_TYPE,)).get(RDF_TYPE)
-    count = edge_count = 0
+    before = first_tx or tx
+    cursor = prepared(_TRANSITIONS).run(conn, {"tx": tx})
+    batch = cursor.fetchmany(_BATCH + 1)
+    cursor.close()
+    if not batch:
+        return
+    if len(batch) > _BATCH:
+        large = LargeTransaction(ctx, tx, rdf_type, before)
+        shape = large.shape()
+        out = _Pending(ctx)
+        _head_events(ctx, terms, seen_terms, info, out, shape.transitions, large.asserted())
+        out.flush()
+        large.write(shape, info.timestamp, _group(ctx))
+        return
     asserted: dict[tuple[bool, int], None] = {}  # (is type, term id) in first-appearance order
     touched: dict[int, None] = {}
-    kept: list[tuple[int, int, int, int]] | None = []  # the edges, while the transaction is small
-    cursor = prepared(_TRANSITIONS).run(conn, {"tx": tx})
-    while batch := cursor.fetchmany(_BATCH):
-        count += len(batch)
-        for op, e, a, ref in batch:
-            touched[e] = None
-            if op == 1:
-                if a != rdf_type:
-                    asserted[(False, a)] = None
-                elif ref is not None:
-                    asserted[(True, ref)] = None
-            if ref is not None and a != rdf_type:
-                edge_count += 1
-                if kept is not None:
-                    kept.append((op, e, a, ref))
-        if count > _BATCH:
-            kept = None
-    if not count:
-        return
-    mark = ctx.episode
-    group = mark.group_id if mark is not None else None
-    # a large write reports its progress: one event per touched subject and per edge
-    out = _Pending(ctx, len(touched) + edge_count if kept is None else 0)
+    edges: list[tuple[int, int, int, int]] = []
+    for op, e, a, ref in batch:
+        touched[e] = None
+        if op == 1:
+            if a != rdf_type:
+                asserted[(False, a)] = None
+            elif ref is not None:
+                asserted[(True, ref)] = None
+        if ref is not None and a != rdf_type:
+            edges.append((op, e, a, ref))
+    out = _Pending(ctx)
+    _head_events(ctx, terms, seen_terms, info, out, len(batch), list(asserted))
+    ts, group = info.timestamp, _group(ctx)
 
     def add(kind: str, subject: str | None, payload: dict[str, Any] | str) -> None:
         out.add(_row(kind, ts, subject, group, tx, payload))
 
+    # one look-up for every subject and object
+    candidates = set(touched) | {ref for _op, _e, _a, ref in edges}
+    seen = _seen_before(ctx, candidates - set(ctx.pending_terms.values()), before)
+    iri = terms.iris_in(ctx, candidates | {a for _op, _e, a, _r in edges})
+    for e in touched:
+        add("entity.updated" if e in seen else "entity.added", iri[e], "{}")
+    _add_edges(add, edges, iri, seen, seen)
+    out.flush()
+
+
+def _group(ctx: WriteContext) -> str | None:
+    return ctx.episode.group_id if ctx.episode is not None else None
+
+
+def _head_events(
+    ctx: WriteContext,
+    terms: TermDictionary,
+    seen_terms: SeenTerms,
+    info: TxInfo,
+    out: _Pending,
+    count: int,
+    asserted: list[tuple[bool, int]],
+) -> None:
+    """episode.ingested, then type.new and predicate.new (DM §11.1 items 1 and 2)."""
+    ts, tx, source, group = info.timestamp, info.id, info.source, _group(ctx)
     if source is not None and source.startswith(EPISODE_SOURCE):
         name = source[len(EPISODE_SOURCE) :]
+        mark = ctx.episode
         subject = mark.activity if mark is not None and mark.name == name else None
-        add("episode.ingested", subject, {"name": name, "facts": count})
-    for kind, term in _new_schema_terms(ctx, terms, seen_terms, list(asserted)):
+        out.add(_row("episode.ingested", ts, subject, group, tx, {"name": name, "facts": count}))
+    for kind, term in _new_schema_terms(ctx, terms, seen_terms, asserted):
         out.first_of(_row(f"{kind}.new", ts, term, group, tx, {f"{kind}_iri": term}), kind, term)
-
-    new_terms = set(ctx.pending_terms.values())
-    before = first_tx or tx
-    if kept is not None:  # one look-up for every subject and object
-        candidates = set(touched) | {ref for _op, _e, _a, ref in kept}
-        seen = _seen_before(ctx, candidates - new_terms, before)
-        iri = terms.iris_in(ctx, candidates | {a for _op, _e, a, _r in kept})
-        for e in touched:
-            add("entity.updated" if e in seen else "entity.added", iri[e], "{}")
-        _add_edges(add, kept, iri, seen, seen)
-        out.flush()
-        return
-    seen = set()  # touched subjects that had fact rows before this write
-    subjects = list(touched)
-    for i in range(0, len(subjects), _BATCH):
-        chunk = subjects[i : i + _BATCH]
-        seen |= _seen_before(ctx, set(chunk) - new_terms, before)
-        iri = terms.iris_in(ctx, chunk)
-        for e in chunk:
-            add("entity.updated" if e in seen else "entity.added", iri[e], "{}")
-        out.flush()
-    cursor = prepared(_EDGES).run(conn, {"tx": tx, "rdf_type": -1 if rdf_type is None else rdf_type})
-    while batch := cursor.fetchmany(_BATCH):
-        edges = [(int(op), int(e), int(a), int(ref)) for op, e, a, ref in batch]
-        objects = {ref for _op, _e, _a, ref in edges} - new_terms
-        known = {r for r in objects if r in touched}
-        object_seen = (seen & known) | _seen_before(ctx, objects - known, before)
-        iri = terms.iris_in(ctx, {t for _op, e, a, ref in edges for t in (e, a, ref)})
-        _add_edges(add, edges, iri, seen, object_seen)
-        out.flush()
-    out.finish()
 
 
 def _add_edges(
@@ -250,12 +244,9 @@ class _Pending:
     becomes its term's ``first_offset``.
     """
 
-    def __init__(self, ctx: WriteContext, total: int = 0) -> None:
+    def __init__(self, ctx: WriteContext) -> None:
         self.ctx = ctx
         self.rows: list[_Row] = []
-        self.report = ctx.progress if total else None
-        self.total = total
-        self.written = 0
 
     def add(self, row: _Row) -> None:
         self.rows.append(row)
@@ -270,15 +261,7 @@ class _Pending:
     def flush(self) -> None:
         if self.rows:
             self.ctx.dialect.insert_tuples(self.ctx.conn, events, _EVENT_COLUMNS, self.rows)
-            self.written += len(self.rows)
             self.rows = []
-            if self.report is not None:
-                self.report("event log", min(self.written, self.total), self.total)
-
-    def finish(self) -> None:
-        self.flush()
-        if self.report is not None:
-            self.report("event log", self.total, self.total)
 
 
 def _new_schema_terms(

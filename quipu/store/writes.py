@@ -7,7 +7,7 @@ retraction closes claims (``valid_to``, ``retracted_tx``) and appends a retracti
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from typing import Any
@@ -199,27 +199,40 @@ def grouped_rows(
     statements: Sequence[Statement], ids: dict[str, int], graph_of: dict[str | None, int]
 ) -> _Plan:
     """Interned statements as staging rows, grouped by destination graph id and deduplicated."""
-    plan: _Plan = {}
+    if not statements:
+        return {}
+    if len(graph_of) == 1:  # no named graph in the batch: one bucket, no per-statement look-up
+        return {graph_of[None]: _bucket(statements, ids)}
+    by_graph: dict[int, list[Statement]] = {}
+    for statement in statements:
+        by_graph.setdefault(graph_of[statement[0]], []).append(statement)
+    return {gid: _bucket(triples, ids) for gid, triples in by_graph.items()}
+
+
+def _bucket(statements: Iterable[Statement], ids: dict[str, int]) -> dict[tuple[int, int, bytes], Row]:
+    """One graph's rows (its statements' graph names are not read), deduplicated by (e, a, v)."""
+    bucket: dict[tuple[int, int, bytes], Row] = {}
     digest, ref, numeric = values.digest, values.ref, values.numeric
-    ref_digests: dict[int, tuple[bytes, bytes]] = {}
-    for gname, s, p, o in statements:
-        bucket = plan.get(graph_of[gname])
-        if bucket is None:
-            bucket = plan[graph_of[gname]] = {}
+    refs: dict[int, tuple[bytes, bytes]] = {}  # a term's Ref encoding and digest, once each
+    literals: dict[bytes, tuple[bytes, float | None]] = {}  # a literal's digest and numeric shadow
+    for _g, s, p, o in statements:
         e, a = ids[s], ids[p]
         if type(o) is str:
             oid = ids[o]
-            pair = ref_digests.get(oid)
+            pair = refs.get(oid)
             if pair is None:
                 v = ref(oid)
-                pair = ref_digests[oid] = (v, digest(v))
+                pair = refs[oid] = (v, digest(v))
             bucket[(e, a, pair[0])] = (e, a, pair[0], pair[1], oid, None)
         else:
             assert isinstance(o, bytes)
             key = (e, a, o)
             if key not in bucket:
-                bucket[key] = (e, a, o, digest(o), None, numeric(o))
-    return plan
+                shadow = literals.get(o)
+                if shadow is None:
+                    shadow = literals[o] = (digest(o), numeric(o))
+                bucket[key] = (e, a, o, shadow[0], None, shadow[1])
+    return bucket
 
 
 _CLAIM_COLUMNS = (*ROW_COLUMNS, "g", "tx", "valid_from", "op")
@@ -315,10 +328,15 @@ def assert_rows(ctx: WriteContext, tx: TxInfo, rows: Sequence[Row], valid_from: 
     prepared = ctx.dialect.prepared
     if len(rows) > _BULK_ROWS and prepared(_GRAPH_HAS_ROWS).run(conn, {"g": tx.graph}).fetchone() is None:
         # A graph with no rows at all has no claims to compare against: every row is new.
-        tail = (tx.graph, tx.id, valid_from, OP_ASSERT)
+        constants: dict[str, int | str] = {
+            "g": tx.graph,
+            "tx": tx.id,
+            "valid_from": valid_from,
+            "op": OP_ASSERT,
+        }
         report = ctx.progress or _silent
         with ctx.dialect.indexes_deferred(conn, facts, len(rows)):
-            ctx.dialect.insert_tuples(conn, facts, _CLAIM_COLUMNS, [r + tail for r in rows])
+            ctx.dialect.insert_tuples(conn, facts, ROW_COLUMNS, rows, constants)
             report("building indexes", 0, 1)  # if they were deferred, they are built on leaving
         report("building indexes", 1, 1)
         return len(rows)

@@ -27,7 +27,7 @@ from sqlalchemy.sql.functions import FunctionElement
 from quipu.errors import ConfigError, QuipuError
 from quipu.store import keyword_tokens, pg_functions, pg_regex, sqlfunctions
 from quipu.store.schema import LIVE_INDEXES, facts, postgres_live_index_ddl
-from quipu.store.wal import DEFAULT_LIMIT_MB, JOURNAL_SIZE_LIMIT, MIB, LongReads, WalCheckpointer
+from quipu.store.wal import DEFAULT_LIMIT_MB, MIB, LongReads, WalCheckpointer, journal_size_limit
 
 log = logging.getLogger("quipu.store")
 _PYFORMAT_NAME = re.compile(r"%\((\w+)\)s")
@@ -240,7 +240,7 @@ class SqliteDialect(Dialect):
             if not memory:
                 cur.execute("PRAGMA journal_mode=WAL")
                 # Without it the log file stays at its largest size after it starts over.
-                cur.execute(f"PRAGMA journal_size_limit={JOURNAL_SIZE_LIMIT}")
+                cur.execute(f"PRAGMA journal_size_limit={journal_size_limit(tuning.wal_checkpoint_mb * MIB)}")
             cur.execute(f"PRAGMA synchronous={tuning.synchronous}")
             cur.execute(f"PRAGMA busy_timeout={int(tuning.busy_timeout_ms)}")
             cur.execute(f"PRAGMA cache_size=-{int(tuning.cache_mb) * 1024}")

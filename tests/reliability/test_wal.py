@@ -230,3 +230,28 @@ def test_while_the_log_is_emptied_point_lookups_go_on_and_long_queries_wait(tmp_
         assert finished.is_set()
     finally:
         kb.close()
+
+
+@sqlite_files
+def test_after_a_reset_the_next_commit_starts_the_log_over_below_the_limit(tmp_path: Path) -> None:
+    # The checkpointer resets with RESTART, which leaves the file's size as it was: the next
+    # commit starts the log over and cuts the file back to journal_size_limit. That size must be
+    # under the checkpointer's limit, or a log started over would look full and be reset again
+    # on every tick (a limit of 2 MiB against the 4 MiB journal_size_limit did exactly that).
+    db = str(tmp_path / "kb.db")
+    kb = KnowledgeBase(db, wal_checkpoint_mb=2)
+    try:
+        checkpointer = kb.db.dialect.checkpointer  # type: ignore[attr-defined]
+        n = 0
+        while checkpointer.resets == 0:
+            kb.knot(document(n), "nt")
+            n += 1
+            assert n < 5_000, "the log was never reset"
+        kb.knot(document(n), "nt")
+        assert wal_bytes(db) <= MIB  # cut back to half the limit, this commit's frames inside
+        resets = checkpointer.resets
+        time.sleep(0.5)  # several of the checkpointer's ticks without a write
+        assert checkpointer.resets == resets
+        assert kb.stats()["facts"] == (n + 1) * 40
+    finally:
+        kb.close()

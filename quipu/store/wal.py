@@ -251,7 +251,9 @@ class WalCheckpointer:
         if done:
             self.resets += 1
             self._restarted = True
-            log.info("write-ahead log at %.1f MiB: checkpointed and started over in %.0f ms", size / MIB, took)
+            log.info(
+                "write-ahead log at %.1f MiB: checkpointed and started over in %.0f ms", size / MIB, took
+            )
         else:
             log.warning(
                 "write-ahead log at %.1f MiB: readers kept it in use for %.0f ms; retrying",

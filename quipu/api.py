@@ -35,6 +35,7 @@ from quipu.governance import proposals
 from quipu.graphs.analytics import Analytics
 from quipu.graphs.questions import Questions
 from quipu.graphs.service import Graphs
+from quipu.reasoning.reasoner import Reasoner
 from quipu.search.service import Search
 from quipu.shacl import gate, registry
 from quipu.sparql.engine import run_query
@@ -134,6 +135,8 @@ class KnowledgeBase:
         self.graphs = Graphs(db, archive_dir)
         # Graph analytics: node-link view, projections and their algorithms, report, impact.
         self.analytics = Analytics(db)
+        # Datalog rules to fixpoint, derivations in the premise graph's companion (quipu_reason).
+        self.reasoning = Reasoner(db, base_ns)
         # Event feeds: pages, consumer cursors, change pages, subscriptions, retention.
         self.feeds = Feeds(db, events)
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
-from sqlalchemy import Connection, select, update
+from sqlalchemy import Connection, func, select, update
 
 from quipu import times
 from quipu.store.context import WriteContext
 from quipu.store.database import Database
 from quipu.store.graph_labels import DURABILITY, FRESHNESS, Labels
-from quipu.store.schema import META_IRI, ROOT, ROOT_IRI, graphs, terms
+from quipu.store.schema import META_IRI, ROOT, ROOT_IRI, graphs, terms, transactions
 
 META: Final = 1  # the meta-graph's id: the first term of every store (migration 0001)
 
@@ -157,3 +157,9 @@ def set_lifecycle(ctx: WriteContext, gid: int, lifecycle: str | None) -> None:
 def is_reserved(iri: str) -> bool:
     """ROOT's and the meta-graph's IRIs, which no caller registers or writes by name."""
     return iri in (ROOT_IRI, META_IRI)
+
+
+def head_of(conn: Connection, graph: int) -> int:
+    """The latest transaction that wrote ``graph`` (0 when none has)."""
+    found = conn.execute(select(func.max(transactions.c.id)).where(transactions.c.graph == graph)).scalar()
+    return int(found or 0)

@@ -37,18 +37,18 @@ term_stage = Table(
     Column("iri", Text),
     prefixes=["TEMPORARY"],
 )
-_CREATED = "quipu_temp_tables"
+TEMP_TABLES = "quipu_temp_tables"  # conn.info key: temporary tables this connection has
 _CLEAR = {t.name: delete(t) for t in (fact_stage, term_stage)}
 
 
 def forget_temp_tables(conn: Connection) -> None:
     """Call after a rollback: temporary tables created inside it are gone."""
-    conn.info.pop(_CREATED, None)
+    conn.info.pop(TEMP_TABLES, None)
 
 
 def fill(conn: Connection, dialect: Dialect, table: Table, rows: Sequence[tuple[Any, ...]]) -> int:
     """Replace ``table``'s contents with ``rows``; returns how many were staged."""
-    created: set[str] = conn.info.setdefault(_CREATED, set())
+    created: set[str] = conn.info.setdefault(TEMP_TABLES, set())
     if table.name not in created:
         conn.execute(CreateTable(table, if_not_exists=True))
         created.add(table.name)

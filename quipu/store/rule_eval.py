@@ -1,0 +1,353 @@
+"""Datalog evaluation in SQL: semi-naive, to fixpoint, over one graph's current facts.
+
+The reasoner (``quipu.reasoning``) hands over rules already resolved to term ids. Relations live
+in temporary tables of the write connection: ``all`` (every tuple known so far, premises of the
+derived predicates included), ``delta`` (what the last round added) and ``new`` (this round's).
+Each round of a recursive stratum is one ``INSERT … SELECT`` per rule and recursive body atom,
+that atom reading ``delta`` and the rest reading full relations; no tuple passes through Python.
+After the last stratum each rule's own output is projected once more over the final relations
+into ``out``, which is what the caller diffs against the rule's earlier derivations.
+
+A tuple is (p, s, v, v_ref, v_num) as a fact row stores it: the subject is a term id, the object
+its value encoding (``v``, canonical, so equal objects have equal bytes), with the term id of a
+reference object and the numeric shadow of a number. Literal objects therefore take part like
+any other [beyond the original, whose rules saw reference triples only].
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    ColumnElement,
+    Float,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    Table,
+    and_,
+    bindparam,
+    cast,
+    delete,
+    exists,
+    func,
+    insert,
+    literal,
+    null,
+    select,
+    text,
+    true,
+)
+from sqlalchemy.schema import CreateIndex, CreateTable
+from sqlalchemy.sql import FromClause, Select
+
+from quipu.store import values
+from quipu.store.context import WriteContext
+from quipu.store.schema import facts
+from quipu.store.stage import TEMP_TABLES
+from quipu.store.views import primary, visible
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One argument: a variable, a reference constant (term id), a literal constant (its
+    encoding), or an IRI the store has never seen (``unknown``: it matches nothing)."""
+
+    var: str | None = None
+    ref: int | None = None
+    value: bytes | None = None
+    unknown: bool = False
+
+
+@dataclass(frozen=True)
+class BodyAtom:
+    pred: int | None  # None: a predicate never interned (an empty relation)
+    s: Slot
+    o: Slot
+    negated: bool = False
+
+
+@dataclass(frozen=True)
+class CompiledRule:
+    index: int  # position in the rule set: the key of its output
+    head: int  # head predicate id
+    s: Slot
+    o: Slot
+    body: tuple[BodyAtom, ...]
+
+
+_meta = MetaData()
+
+
+def _tuples(name: str, *extra: Column[Any]) -> Table:
+    return Table(
+        name,
+        _meta,
+        *extra,
+        Column("p", BigInteger),
+        Column("s", BigInteger),
+        Column("v", LargeBinary),
+        Column("v_ref", BigInteger),
+        Column("v_num", Float),
+        prefixes=["TEMPORARY"],
+    )
+
+
+ALL = _tuples("quipu_rule_all")
+DELTA = _tuples("quipu_rule_delta")
+NEW = _tuples("quipu_rule_new")
+OUT = _tuples("quipu_rule_out", Column("r", Integer))
+_TABLES = (ALL, DELTA, NEW, OUT)
+# Probes by subject and by object value, and the duplicate checks by the whole tuple.
+_INDEXES = [
+    Index(f"ix_{t.name}_{'_'.join(cols)}", *(t.c[c] for c in cols))
+    for t in (ALL, DELTA, NEW)
+    for cols in (("p", "s", "v"), ("p", "v"), ("p", "v_ref"))
+] + [Index("ix_quipu_rule_out_r", OUT.c.r, OUT.c.s, OUT.c.v)]
+_CREATED = "quipu_rule_tables"
+
+_TUPLE = ("p", "s", "v", "v_ref", "v_num")
+
+
+def prepare_tables(ctx: WriteContext) -> None:
+    """Create (once per connection) and empty the temporary tables."""
+    conn = ctx.conn
+    # The set ``stage.forget_temp_tables`` clears after a rollback, which drops these too.
+    created: set[str] = conn.info.setdefault(TEMP_TABLES, set())
+    if _CREATED not in created:
+        for table in _TABLES:
+            conn.execute(CreateTable(table, if_not_exists=True))
+        for index in _INDEXES:
+            conn.execute(CreateIndex(index, if_not_exists=True))
+        created.add(_CREATED)
+    for table in _TABLES:
+        conn.execute(delete(table))
+
+
+class _Body:
+    """The FROM items and conditions of one rule body, variables bound to their first place."""
+
+    def __init__(self, graph: int, derived: frozenset[int]) -> None:
+        self.graph = graph
+        self.derived = derived
+        self.froms: list[FromClause] = []
+        self.conds: list[ColumnElement[bool]] = []
+        self.subject: dict[str, ColumnElement[Any]] = {}  # var -> a term id column
+        self.object: dict[str, tuple[FromClause, bool]] = {}  # var -> (alias, is facts)
+        self.satisfiable = True
+
+    def source(
+        self, pred: int, table: Table | None, n: int
+    ) -> tuple[FromClause, bool, list[ColumnElement[bool]]]:
+        """An alias reading predicate ``pred`` from ``table`` (a temporary relation) or, with
+        None, from the graph's current facts, and the conditions that select the predicate."""
+        if table is None:
+            f = facts.alias(f"f{n}")
+            return f, True, [f.c.g == self.graph, f.c.a == pred, visible(f, None, None), primary(f)]
+        t = table.alias(f"t{n}")
+        return t, False, [t.c.p == pred]
+
+    @staticmethod
+    def subj(alias: FromClause, is_facts: bool) -> ColumnElement[Any]:
+        return alias.c.e if is_facts else alias.c.s
+
+    def match(
+        self, alias: FromClause, is_facts: bool, conds: list[ColumnElement[bool]], atom: BodyAtom
+    ) -> list[ColumnElement[bool]] | None:
+        """``conds`` plus conditions tying ``alias`` to the atom's constants and already-bound
+        variables, binding the new ones (positive atoms); None when the atom can match nothing."""
+        conds = list(conds)
+        s_col = self.subj(alias, is_facts)
+        s, o = atom.s, atom.o
+        if s.unknown or s.value is not None:  # an unseen IRI, or a literal, is no subject
+            return None
+        if s.ref is not None:
+            conds.append(s_col == s.ref)
+        elif s.var is not None:
+            if s.var in self.subject:
+                conds.append(s_col == self.subject[s.var])
+            elif s.var in self.object:
+                other, _ = self.object[s.var]
+                conds.append(s_col == other.c.v_ref)
+            elif not atom.negated:
+                self.subject[s.var] = s_col
+        if o.unknown:
+            return None
+        if o.ref is not None:
+            conds.append(alias.c.v_ref == o.ref)
+        elif o.value is not None:
+            if is_facts:
+                conds.append(alias.c.vh == values.digest(o.value))
+            conds.append(alias.c.v == o.value)
+        elif o.var is not None:
+            if o.var in self.object:
+                other, other_facts = self.object[o.var]
+                if is_facts and other_facts:
+                    conds.append(alias.c.vh == other.c.vh)
+                conds.append(alias.c.v == other.c.v)
+            elif o.var in self.subject:
+                conds.append(alias.c.v_ref == self.subject[o.var])
+            elif not atom.negated:
+                self.object[o.var] = (alias, is_facts)
+        return conds
+
+
+def _rule_select(
+    rule: CompiledRule,
+    graph: int,
+    derived: frozenset[int],
+    delta_at: int | None,
+) -> Select[Any] | None:
+    """SELECT DISTINCT of the head tuples of ``rule``; positive atom ``delta_at`` reads DELTA,
+    derived predicates read ALL, the others the graph's facts. None when it cannot match."""
+    body = _Body(graph, derived)
+    positives = [a for a in rule.body if not a.negated]
+    for n, atom in enumerate(positives):
+        if atom.pred is None:
+            return None
+        table = DELTA if n == delta_at else (ALL if atom.pred in derived else None)
+        alias, is_facts, base = body.source(atom.pred, table, n)
+        conds = body.match(alias, is_facts, base, atom)
+        if conds is None:
+            return None
+        body.froms.append(alias)
+        body.conds += conds
+    for n, atom in enumerate(a for a in rule.body if a.negated):
+        if atom.pred is None:
+            continue  # nothing to be absent from: the negation holds
+        alias, is_facts, base = body.source(atom.pred, ALL if atom.pred in derived else None, 100 + n)
+        conds = body.match(alias, is_facts, base, atom)
+        if conds is None:
+            continue
+        body.conds.append(~exists().select_from(alias).where(*conds))
+    s_col, o_cols = _head(rule, body)
+    if s_col is None:
+        return None
+    head_p = literal(rule.head, BigInteger)
+    selected = [c.label(name) for c, name in zip((head_p, s_col, *o_cols), _TUPLE, strict=True)]
+    return select(*selected).select_from(*body.froms).where(and_(true(), *body.conds)).distinct()
+
+
+def _head(rule: CompiledRule, body: _Body) -> tuple[ColumnElement[Any] | None, list[ColumnElement[Any]]]:
+    s, o = rule.s, rule.o
+    if s.var is not None:
+        if s.var in body.subject:
+            s_col = body.subject[s.var]
+        else:
+            alias, _ = body.object[s.var]
+            body.conds.append(alias.c.v_ref.is_not(None))  # a literal cannot be a subject
+            s_col = alias.c.v_ref
+    else:
+        assert s.ref is not None
+        s_col = literal(s.ref, BigInteger)
+    o_cols: list[ColumnElement[Any]]
+    if o.var is not None:
+        if o.var in body.object:
+            alias, _ = body.object[o.var]
+            o_cols = [alias.c.v, alias.c.v_ref, alias.c.v_num]
+        else:
+            sub = body.subject[o.var]
+            o_cols = [func.q_ref(sub, type_=LargeBinary), sub, cast(null(), Float)]
+    elif o.ref is not None:
+        o_cols = [literal(values.ref(o.ref), LargeBinary), literal(o.ref, BigInteger), cast(null(), Float)]
+    else:
+        assert o.value is not None
+        num = values.numeric(o.value)
+        shadow = cast(null(), Float) if num is None else cast(literal(num, Float), Float)
+        o_cols = [literal(o.value, LargeBinary), cast(null(), BigInteger), shadow]
+    return s_col, o_cols
+
+
+def _insert_new(ctx: WriteContext, query: Select[Any]) -> None:
+    """INSERT the query's tuples into NEW unless ALL or NEW has them already."""
+    q = query.subquery("q")
+    fresh = select(*q.c).where(
+        ~exists().where(ALL.c.p == q.c.p, ALL.c.s == q.c.s, ALL.c.v == q.c.v),
+        ~exists().where(NEW.c.p == q.c.p, NEW.c.s == q.c.s, NEW.c.v == q.c.v),
+    )
+    ctx.conn.execute(insert(NEW).from_select(list(_TUPLE), fresh))
+
+
+def _promote_new(ctx: WriteContext) -> int:
+    """NEW becomes DELTA and joins ALL; returns how many tuples it held."""
+    conn = ctx.conn
+    conn.execute(delete(DELTA))
+    # Counted, not read from the INSERT's rowcount: psycopg reports -1 for these.
+    moved = int(conn.execute(select(func.count()).select_from(NEW)).scalar() or 0)
+    if moved:
+        conn.execute(insert(DELTA).from_select(list(_TUPLE), select(*NEW.c)))
+        conn.execute(insert(ALL).from_select(list(_TUPLE), select(*NEW.c)))
+        conn.execute(delete(NEW))
+    return moved
+
+
+def evaluate(
+    ctx: WriteContext,
+    graph: int,
+    strata: Sequence[tuple[Sequence[CompiledRule], frozenset[int], bool]],
+    rules: Sequence[CompiledRule],
+) -> int:
+    """Run ``strata`` (rules, the stratum's predicate ids, recursive) over ``graph``'s current
+    facts, then project every rule into OUT. Returns the number of rounds run."""
+    prepare_tables(ctx)
+    derived = frozenset(r.head for r in rules)
+    seed = select(facts.c.a, facts.c.e, facts.c.v, facts.c.v_ref, facts.c.v_num).where(
+        facts.c.g == graph,
+        facts.c.a.in_(sorted(derived)),
+        visible(facts, None, None),
+        primary(facts),
+    )
+    ctx.conn.execute(insert(ALL).from_select(list(_TUPLE), seed))
+    rounds = 0
+    for stratum_rules, predicates, recursive in strata:
+        for rule in stratum_rules:
+            built = _rule_select(rule, graph, derived, None)
+            if built is not None:
+                _insert_new(ctx, built)
+        rounds += 1
+        added = _promote_new(ctx)
+        while recursive and added:
+            for rule in stratum_rules:
+                positives = [a for a in rule.body if not a.negated]
+                for n, atom in enumerate(positives):
+                    if atom.pred in predicates:
+                        built = _rule_select(rule, graph, derived, n)
+                        if built is not None:
+                            _insert_new(ctx, built)
+            rounds += 1
+            added = _promote_new(ctx)
+    for rule in rules:
+        built = _rule_select(rule, graph, derived, None)
+        if built is None:
+            continue
+        q = built.subquery("q")
+        ctx.conn.execute(insert(OUT).from_select(["r", *_TUPLE], select(literal(rule.index, Integer), *q.c)))
+    return rounds
+
+
+def output(ctx: WriteContext, rule: int) -> list[tuple[int, int, bytes, int | None, float | None]]:
+    """A rule's projected tuples (p, s, v, v_ref, v_num)."""
+    rows: list[Any] = list(
+        ctx.conn.execute(
+            select(OUT.c.p, OUT.c.s, OUT.c.v, OUT.c.v_ref, OUT.c.v_num).where(OUT.c.r == bindparam("r")),
+            {"r": rule},
+        )
+    )
+    return [(int(p), int(s), bytes(v), None if r is None else int(r), n) for p, s, v, r, n in rows]
+
+
+_SOURCE_CLAIMS = """
+SELECT f.id, f.e, f.a, f.v FROM facts f JOIN transactions t ON t.id = f.tx
+WHERE f.g = :g AND f.op = 1 AND f.valid_to IS NULL AND t.source = :src
+"""
+
+
+def claims_of_source(ctx: WriteContext, graph: int, source: str) -> dict[tuple[int, int, bytes], int]:
+    """Live claims in ``graph`` written by ``source``: (e, a, v) -> claim id."""
+    rows: list[Any] = list(ctx.conn.execute(text(_SOURCE_CLAIMS), {"g": graph, "src": source}))
+    return {(int(e), int(a), bytes(v)): int(i) for i, e, a, v in rows}

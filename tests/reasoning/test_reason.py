@@ -1,0 +1,328 @@
+"""``quipu_reason`` (tools-core §3.11) on a real store: derivations against a naive bottom-up
+evaluator written here, and the persistence rules (companion graph, per-rule diff, bookkeeping).
+
+The reference evaluator applies every rule of a stratum to the whole fact set until nothing
+changes, which is obviously right and slow; the store's semi-naive SQL must derive exactly the
+same set, on generated data.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import quipu
+from quipu.api import KnowledgeBase
+from quipu.errors import InvalidField, UnknownGraph
+from tests.backends import store_location
+
+EX = "http://ex.org/"
+INFERRED = "urn:quipu:graph:root#inferred"
+RULE_HEAD = "@prefix rule: <http://quipu.local/rule#> . @prefix r: <http://ex.org/rules/> .\n"
+
+# A term: an IRI (str) or a literal ("lit", lexical); a triple: (s, p, o); a rule:
+# (head, [body atoms]); an atom: (negated, predicate, arg, arg); a variable starts with "?".
+Fact = tuple[object, str, object]
+AtomSpec = tuple[bool, str, object, object]
+Program = Sequence[Sequence[tuple[tuple[str, object, object], Sequence[AtomSpec]]]]
+
+
+@pytest.fixture
+def kb(tmp_path: Path) -> Iterator[KnowledgeBase]:
+    with quipu.open(store_location(tmp_path, "reason.db"), base_ns=EX) as opened:
+        yield opened
+
+
+def nt(facts: set[Fact]) -> str:
+    def term(t: object) -> str:
+        if isinstance(t, tuple):
+            return f'"{t[1]}"'
+        return f"<{EX}{t}>"
+
+    return "".join(f"{term(s)} {term(p)} {term(o)} .\n" for s, p, o in sorted(facts, key=str))
+
+
+def naive(facts: set[Fact], strata: Program) -> set[Fact]:
+    known = set(facts)
+    for stratum in strata:
+        while True:
+            added: set[Fact] = set()
+            for (hp, hs, ho), body in stratum:
+                for binding in _solutions(known, body):
+                    fact: Fact = (_value(binding, hs), hp, _value(binding, ho))
+                    if fact not in known:
+                        added.add(fact)
+            if not added:
+                break
+            known |= added
+    return known - facts
+
+
+def _value(binding: dict[object, object], arg: object) -> object:
+    return binding.get(arg, arg)
+
+
+def _solutions(known: set[Fact], body: Sequence[AtomSpec]) -> Iterator[dict[object, object]]:
+    def walk(k: int, binding: dict[object, object]) -> Iterator[dict[object, object]]:
+        if k == len(body):
+            yield binding
+            return
+        negated, p, a, b = body[k]
+        if negated:
+            s, o = _value(binding, a), _value(binding, b)
+            if (s, p, o) not in known:
+                yield from walk(k + 1, binding)
+            return
+        for s, fp, o in known:
+            if fp != p:
+                continue
+            new = dict(binding)
+            ok = True
+            for arg, value in ((a, s), (b, o)):
+                if isinstance(arg, str) and arg.startswith("?"):
+                    if arg in new and new[arg] != value:
+                        ok = False
+                    new[arg] = value
+                elif arg != value:
+                    ok = False
+            if ok:
+                yield from walk(k + 1, new)
+
+    # positive atoms first, so that negations see their variables bound (safe rules)
+    ordered = [a for a in body if not a[0]] + [a for a in body if a[0]]
+    body = ordered
+    yield from walk(0, {})
+
+
+def derived(kb: KnowledgeBase) -> set[Fact]:
+    rows = kb.query(f"SELECT ?s ?p ?o FROM <{INFERRED}> WHERE {{ ?s ?p ?o }}")
+    assert isinstance(rows, list)
+    out: set[Fact] = set()
+    for row in rows:
+        s, p, o = (str(row["s"]), str(row["p"]), row["o"])
+        if not s.startswith(EX):
+            continue  # the companion's bookkeeping about itself
+        obj: object = (
+            str(o)[len(EX) :]
+            if str(o).startswith(EX) and o.__class__.__name__ == "URIRef"
+            else ("lit", str(o))
+        )
+        out.add((s[len(EX) :], p[len(EX) :], obj))
+    return out
+
+
+def _sources(kb: KnowledgeBase) -> list[tuple[int, str, str, str]]:
+    """Every transaction: (id, source, actor, the IRI of the graph it wrote)."""
+    sql = (
+        "SELECT x.id, x.source, x.actor, COALESCE(t.iri, 'urn:quipu:graph:root') FROM transactions x "
+        "LEFT JOIN terms t ON t.id = x.graph ORDER BY x.id"
+    )
+    with kb.db.read() as conn:
+        rows: list[Any] = list(conn.exec_driver_sql(sql))
+    return [(int(i), str(s), str(a), str(g)) for i, s, a, g in rows]
+
+
+def rule_doc(*rules: tuple[str, str, str]) -> str:
+    return RULE_HEAD + "\n".join(
+        f'r:{rid} a rule:Rule ; rule:id "{rid}" ; rule:head "{head}" ; rule:body "{body}" .'
+        for rid, head, body in rules
+    )
+
+
+def edges(n: int, count: int, pred: str, seed: int) -> set[Fact]:
+    rng = random.Random(seed)
+    return {(f"n{rng.randrange(n)}", pred, f"n{rng.randrange(n)}") for _ in range(count)}
+
+
+def check(kb: KnowledgeBase, facts: set[Fact], doc: str, strata: Program) -> dict[str, Any]:
+    kb.knot(nt(facts), format="nt")
+    report = kb.reasoning.reason(rules=doc).as_json()
+    expected = naive(facts, strata)
+    assert expected, "the program derives nothing: the test proves nothing"
+    assert derived(kb) == expected
+    return report
+
+
+def test_transitive_closure(kb: KnowledgeBase) -> None:
+    facts = edges(60, 90, "dep", 1)
+    doc = rule_doc(
+        ("base", "reach(?x, ?y)", "dep(?x, ?y)"), ("step", "reach(?x, ?z)", "dep(?x, ?y), reach(?y, ?z)")
+    )
+    strata = [
+        [
+            (("reach", "?x", "?y"), [(False, "dep", "?x", "?y")]),
+            (("reach", "?x", "?z"), [(False, "dep", "?x", "?y"), (False, "reach", "?y", "?z")]),
+        ]
+    ]
+    report = check(kb, facts, doc, strata)
+    assert report["rules"] == 2
+    assert report["strata_run"] == 1
+
+
+def test_a_three_atom_join_with_a_constant_and_a_repeated_variable(kb: KnowledgeBase) -> None:
+    facts = (
+        edges(25, 60, "owns", 2) | edges(25, 60, "runs", 3) | edges(25, 40, "in", 4) | {("n1", "in", "n1")}
+    )
+    doc = rule_doc(
+        ("j", "ops(?a, ?c)", "owns(?a, ?b), runs(?b, ?c), in(?c, ?d)"),
+        ("self", "loop(?a, ?a)", "in(?a, ?a), owns(?a, ?x)"),
+        ("const", "atone(?a, n1)", "owns(?a, n1)"),
+    )
+    strata = [
+        [
+            (
+                ("ops", "?a", "?c"),
+                [(False, "owns", "?a", "?b"), (False, "runs", "?b", "?c"), (False, "in", "?c", "?d")],
+            )
+        ],
+        [(("loop", "?a", "?a"), [(False, "in", "?a", "?a"), (False, "owns", "?a", "?x")])],
+        [(("atone", "?a", "n1"), [(False, "owns", "?a", "n1")])],
+    ]
+    facts |= {("n1", "owns", "n1")}
+    check(kb, facts, doc, strata)
+
+
+def test_mutual_recursion(kb: KnowledgeBase) -> None:
+    facts = edges(40, 70, "edge", 5)
+    doc = rule_doc(
+        ("odd1", "odd(?x, ?y)", "edge(?x, ?y)"),
+        ("odd2", "odd(?x, ?z)", "even(?x, ?y), edge(?y, ?z)"),
+        ("even", "even(?x, ?z)", "odd(?x, ?y), edge(?y, ?z)"),
+    )
+    strata = [
+        [
+            (("odd", "?x", "?y"), [(False, "edge", "?x", "?y")]),
+            (("odd", "?x", "?z"), [(False, "even", "?x", "?y"), (False, "edge", "?y", "?z")]),
+            (("even", "?x", "?z"), [(False, "odd", "?x", "?y"), (False, "edge", "?y", "?z")]),
+        ]
+    ]
+    check(kb, facts, doc, strata)
+
+
+def test_negation_over_a_lower_stratum_in_a_two_stratum_program(kb: KnowledgeBase) -> None:
+    facts = edges(30, 45, "dep", 6) | {(f"n{i}", "tested", "yes") for i in range(0, 30, 3)}
+    doc = rule_doc(
+        ("base", "reach(?x, ?y)", "dep(?x, ?y)"),
+        ("step", "reach(?x, ?z)", "dep(?x, ?y), reach(?y, ?z)"),
+        ("risky", "risky(?x, ?y)", "reach(?x, ?y), not tested(?x, yes)"),
+    )
+    strata = [
+        [
+            (("reach", "?x", "?y"), [(False, "dep", "?x", "?y")]),
+            (("reach", "?x", "?z"), [(False, "dep", "?x", "?y"), (False, "reach", "?y", "?z")]),
+        ],
+        [(("risky", "?x", "?y"), [(False, "reach", "?x", "?y"), (True, "tested", "?x", "yes")])],
+    ]
+    report = check(kb, facts, doc, strata)
+    assert report["strata_run"] == 2
+
+
+def test_literal_valued_facts_and_constants(kb: KnowledgeBase) -> None:
+    facts: set[Fact] = {(f"s{i}", "tier", ("lit", "gold" if i % 3 == 0 else "silver")) for i in range(20)}
+    facts |= {(f"s{i}", "owner", f"t{i % 4}") for i in range(20)}
+    doc = rule_doc(
+        ("gold", 'premium(?s, \\"yes\\")', 'tier(?s, \\"gold\\")'),
+        ("team", "teamTier(?t, ?v)", "owner(?s, ?t), tier(?s, ?v)"),
+    )
+    strata: Program = [
+        [(("premium", "?s", ("lit", "yes")), [(False, "tier", "?s", ("lit", "gold"))])],
+        [(("teamTier", "?t", "?v"), [(False, "owner", "?s", "?t"), (False, "tier", "?s", "?v")])],
+    ]
+    check(kb, facts, doc, strata)
+
+
+def test_a_rerun_over_unchanged_premises_writes_nothing(kb: KnowledgeBase) -> None:
+    kb.knot(nt(edges(20, 30, "dep", 7)), format="nt")
+    doc = rule_doc(
+        ("base", "reach(?x, ?y)", "dep(?x, ?y)"), ("step", "reach(?x, ?z)", "dep(?x, ?y), reach(?y, ?z)")
+    )
+    first = kb.reasoning.reason(rules=doc)
+    head = kb.transactions(limit=1000)
+    second = kb.reasoning.reason(rules=doc)
+    assert first.asserted > 0
+    assert (second.asserted, second.retracted) == (0, 0)
+    assert second.per_rule == [{"rule": "base", "asserted": 0}, {"rule": "step", "asserted": 0}]
+    assert kb.transactions(limit=1000) == head
+
+
+def test_a_retracted_premise_retracts_its_derivations_and_history_keeps_them(kb: KnowledgeBase) -> None:
+    kb.knot(f"<{EX}a> <{EX}dep> <{EX}b> .\n<{EX}b> <{EX}dep> <{EX}c> .", format="nt")
+    doc = rule_doc(
+        ("base", "reach(?x, ?y)", "dep(?x, ?y)"), ("step", "reach(?x, ?z)", "dep(?x, ?y), reach(?y, ?z)")
+    )
+    kb.reasoning.reason(rules=doc)
+    assert derived(kb) == {("a", "reach", "b"), ("b", "reach", "c"), ("a", "reach", "c")}
+    then = _sources(kb)[-1][0]
+    kb.retract(f"{EX}b", predicate=f"{EX}dep")
+    report = kb.reasoning.reason(rules=doc)
+    assert report.retracted == 2  # b reach c (base) and a reach c (step)
+    assert report.per_rule == [{"rule": "base", "asserted": 0}, {"rule": "step", "asserted": 0}]
+    assert derived(kb) == {("a", "reach", "b")}
+    ask = f"ASK {{ GRAPH <{INFERRED}> {{ <{EX}a> <{EX}reach> <{EX}c> }} }}"
+    assert kb.query(ask, as_of_tx=then) is True  # nothing is deleted: the past still reads it
+
+
+def test_derivations_live_in_the_companion_with_the_rule_as_source(kb: KnowledgeBase) -> None:
+    kb.knot(f"<{EX}a> <{EX}dep> <{EX}b> .", format="nt")
+    report = kb.reasoning.reason(
+        rules=rule_doc(("base", "reach(?x, ?y)", "dep(?x, ?y)")), timestamp="2026-01-02T00:00:00Z"
+    )
+    assert report.inferred_graph == INFERRED
+    # a plain query reads ROOT alone (rule 3)
+    assert kb.query(f"ASK {{ <{EX}a> <{EX}reach> <{EX}b> }}") is False
+    assert kb.query(f"ASK {{ GRAPH <{INFERRED}> {{ <{EX}a> <{EX}reach> <{EX}b> }} }}") is True
+    txs = [(source, actor) for _id, source, actor, graph in _sources(kb) if graph == INFERRED]
+    assert txs == [("reasoner:base", "reasoner"), ("quipu:inferred-plane", "quipu")]
+    # bookkeeping (rule 5): the companion says what it is and which premise head it reflects
+    marks = kb.query(f"SELECT ?p ?o FROM <{INFERRED}> WHERE {{ <{INFERRED}> ?p ?o }}")
+    assert isinstance(marks, list)
+    got = {str(m["p"]): str(m["o"]) for m in marks}
+    assert got["http://aegis.gastown.local/ontology/sourceKind"] == "inferred"
+    assert int(got["http://quipu.local/graph#derivedAsOfTx"]) >= 1
+    # companion writes are not ROOT writes: no semantic events (rule 8)
+    events = kb.events(limit=100)
+    assert not any("reach" in str(e["payload"]) for e in events)
+
+
+def test_external_writes_into_the_companion_are_refused(kb: KnowledgeBase) -> None:
+    with pytest.raises(Exception, match="companion"):
+        kb.knot(f"<{EX}a> <{EX}reach> <{EX}b> .", format="nt", graph=INFERRED)
+
+
+def test_refusals_write_nothing(kb: KnowledgeBase) -> None:
+    kb.knot(f"<{EX}a> <{EX}dep> <{EX}b> .", format="nt")
+    before = kb.transactions(limit=100)
+    bad = {
+        "rules failed to parse: ": rule_doc(("r", "p(?x, ?z)", "dep(?x, ?y)")),
+        "unsupported feature: unsafe negation": rule_doc(("r", "p(?x, ?y)", "dep(?x, ?y), not q(?x, ?w)")),
+        "no 'a rule:Rule' subjects found": RULE_HEAD + "r:x r:y r:z .",
+        "negation cycle": rule_doc(("a", "p(?x, ?y)", "dep(?x, ?y), not p(?x, ?y)")),
+    }
+    for message, doc in bad.items():
+        with pytest.raises(InvalidField, match=message):
+            kb.reasoning.reason(rules=doc)
+    with pytest.raises(InvalidField, match="no rules: pass 'rules'"):
+        kb.reasoning.reason()
+    with pytest.raises(UnknownGraph):
+        kb.reasoning.reason(rules=rule_doc(("r", "p(?x, ?y)", "dep(?x, ?y)")), graph=f"{EX}nowhere")
+    assert kb.transactions(limit=100) == before
+
+
+def test_rules_stored_with_the_shapes_are_used_when_none_are_passed(kb: KnowledgeBase) -> None:
+    kb.knot(f"<{EX}a> <{EX}dep> <{EX}b> .", format="nt")
+    kb.load_shapes("rules", rule_doc(("base", "reach(?x, ?y)", "dep(?x, ?y)")))
+    assert kb.reasoning.reason().asserted == 1
+
+
+def test_a_named_premise_graph_has_its_own_companion(kb: KnowledgeBase) -> None:
+    graph = f"{EX}g"
+    kb.create_graph(graph)
+    kb.knot(f"<{EX}a> <{EX}dep> <{EX}b> .", format="nt", graph=graph)
+    kb.knot(f"<{EX}x> <{EX}dep> <{EX}y> .", format="nt")  # ROOT: not a premise of g
+    report = kb.reasoning.reason(rules=rule_doc(("base", "reach(?x, ?y)", "dep(?x, ?y)")), graph=graph)
+    assert report.inferred_graph == graph + "#inferred" and report.asserted == 1
+    assert kb.query(f"ASK {{ GRAPH <{graph}#inferred> {{ <{EX}a> <{EX}reach> <{EX}b> }} }}") is True

@@ -45,6 +45,7 @@ from quipu.rest.routers import (
     questions,
     ranked_search,
     reads,
+    reasoning,
     repair,
     retrieval,
     search,
@@ -164,6 +165,7 @@ def create_app(settings: Settings, extensions: Sequence[Extension] = (), *, deli
             questions,
             events,
             changes,
+            reasoning,
         )
     )
     for router in routers:

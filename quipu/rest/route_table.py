@@ -85,6 +85,7 @@ ROUTES: Final[dict[tuple[str, str], RouteClass]] = {
     ("POST", "/retract"): WRITE,
     ("POST", "/set"): WRITE,
     ("POST", "/update"): WRITE,
+    ("POST", "/reason"): WRITE,  # tools-core §3.11: derivations are written
     ("POST", "/shapes"): WRITE,
     ("POST", "/retract/source"): WRITE,
     ("POST", "/episode"): WRITE,

@@ -190,6 +190,18 @@ def _logic_routes(read_only: bool) -> dict[tuple[str, str], Sample]:
     return out
 
 
+def _reason(kb: KnowledgeBase) -> dict[str, Any]:
+    # a fresh premise each call, so that every call derives (and records) something new
+    n = len(kb.transactions(limit=None)["transactions"])
+    kb.knot(f"<{EX}r{n}> <{EX}dep> <{EX}s{n}> .", "nt")
+    rules = (
+        "@prefix rule: <http://quipu.local/rule#> .\n"
+        f'<{EX}rule> a rule:Rule ; rule:id "reach" ; rule:head "reach(?x, ?y)" ; rule:body "dep(?x, ?y)" ; '
+        f'rule:prefix "{EX}" .'
+    )
+    return {"json": {"rules": rules}}
+
+
 def _graph_label(kb: KnowledgeBase) -> dict[str, Any]:
     kb.graphs.create(f"{EX}labelled")
     return {"json": {"graph": f"{EX}labelled", "timestamp": "2026-01-01T00:00:00Z", "freshness": "fresh"}}
@@ -276,6 +288,7 @@ WRITES: dict[tuple[str, str], Sample] = {
     ("POST", "/impact"): _impact,
     ("POST", "/events/commit"): lambda kb: {"json": {"consumer_id": "auth", "offset": 1}},
     ("POST", "/subscriptions"): lambda kb: {"json": {"action": "list"}},
+    ("POST", "/reason"): _reason,
     **_logic_routes(read_only=False),
 }
 

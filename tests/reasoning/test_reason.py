@@ -326,3 +326,25 @@ def test_a_named_premise_graph_has_its_own_companion(kb: KnowledgeBase) -> None:
     report = kb.reasoning.reason(rules=rule_doc(("base", "reach(?x, ?y)", "dep(?x, ?y)")), graph=graph)
     assert report.inferred_graph == graph + "#inferred" and report.asserted == 1
     assert kb.query(f"ASK {{ GRAPH <{graph}#inferred> {{ <{EX}a> <{EX}reach> <{EX}b> }} }}") is True
+
+
+def test_earlier_derivations_are_not_premises(kb: KnowledgeBase) -> None:
+    # Rule 2: premises are the premise graph's own asserted statements. q exists only in the
+    # companion (derived by a rule set that is no longer run), so a rule reading q derives nothing.
+    kb.knot(f"<{EX}a> <{EX}p> <{EX}b> .", format="nt")
+    assert kb.reasoning.reason(rules=rule_doc(("first", "q(?x, ?y)", "p(?x, ?y)"))).asserted == 1
+    later = kb.reasoning.reason(rules=rule_doc(("second", "r(?x, ?y)", "q(?x, ?y)")))
+    assert later.asserted == 0
+    assert ("a", "r", "b") not in derived(kb)
+
+
+def test_a_premise_asserted_in_the_graph_and_derived_counts_once_per_rule(kb: KnowledgeBase) -> None:
+    # A derived predicate's asserted facts are premises too: reach(a, b) is asserted, so the step
+    # rule reaches c from a; and the base rule still owns its own claim of reach(b, c).
+    kb.knot(f"<{EX}a> <{EX}reach> <{EX}b> .\n<{EX}b> <{EX}dep> <{EX}c> .", format="nt")
+    doc = rule_doc(
+        ("base", "reach(?x, ?y)", "dep(?x, ?y)"), ("step", "reach(?x, ?z)", "reach(?x, ?y), reach(?y, ?z)")
+    )
+    report = kb.reasoning.reason(rules=doc)
+    assert report.per_rule == [{"rule": "base", "asserted": 1}, {"rule": "step", "asserted": 1}]
+    assert derived(kb) == {("b", "reach", "c"), ("a", "reach", "c")}

@@ -62,6 +62,23 @@ class Atom:
         return [a.name for a in self.args if isinstance(a, Var)]
 
 
+COMPARISONS: Final = ("<=", ">=", "!=", "=", "<", ">")
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """``left op right`` in a body [designed here]: typed comparison of two bound values."""
+
+    left: Term
+    op: str
+    right: Term
+    negated: bool = False
+
+    @property
+    def variables(self) -> list[str]:
+        return [t.name for t in (self.left, self.right) if isinstance(t, Var)]
+
+
 def debug(text: str) -> str:
     """A string as the original's messages quote it (Rust's Debug form: JSON-like quoting)."""
     return json.dumps(text, ensure_ascii=False)
@@ -130,17 +147,48 @@ def parse_atom(src: str, prefix: str, *, negated: bool = False) -> Atom:
     return Atom(predicate, args, negated)
 
 
-def parse_body(src: str, prefix: str) -> list[Atom]:
+def _operator(text: str) -> tuple[int, str] | None:
+    """Where a comparison operator stands in ``text``: written between spaces, outside quotes
+    and parentheses (so ``<iri>`` and ``p(?x, ?y)`` never read as one)."""
+    depth = 0
+    quoted = False
+    for i, ch in enumerate(text):
+        if ch == '"':
+            quoted = not quoted
+        elif quoted:
+            continue
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif depth == 0 and i > 0 and text[i - 1] in " \t":
+            for op in COMPARISONS:
+                end = i + len(op)
+                if text.startswith(op, i) and end < len(text) and text[end] in " \t":
+                    return i, op
+    return None
+
+
+def parse_body(src: str, prefix: str) -> tuple[list[Atom], list[Comparison]]:
+    """A body's atoms and its comparisons (``?age >= 39``, ``not ?a = ?b``), each in order."""
     pieces = split_top_level(src)
     if not pieces:
         raise RuleSyntaxError("empty body")
     atoms: list[Atom] = []
+    tests: list[Comparison] = []
     for piece in pieces:
         text = piece.strip()
         if not text:
             raise RuleSyntaxError("empty body atom")
-        if text.startswith(("not ", "not\t")):
-            atoms.append(parse_atom(text[4:].lstrip(), prefix, negated=True))
+        negated = text.startswith(("not ", "not\t"))
+        if negated:
+            text = text[4:].lstrip()
+        found = _operator(text)
+        if found is not None and not text.endswith(")"):
+            at, op = found
+            tests.append(
+                Comparison(parse_term(text[:at], prefix), op, parse_term(text[at + len(op) :], prefix), negated)
+            )
         else:
-            atoms.append(parse_atom(text, prefix))
-    return atoms
+            atoms.append(parse_atom(text, prefix, negated=negated))
+    return atoms, tests

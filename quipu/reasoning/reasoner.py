@@ -121,9 +121,11 @@ def _run(
         a.iri for r in ruleset.rules for a in r.head.args if isinstance(a, Iri)
     }
     interned = db.terms.intern(ctx, sorted(head_iris))  # a derivation is a write: heads intern
-    body_iris = {a.predicate for r in ruleset.rules for a in r.body} | {
-        t.iri for r in ruleset.rules for a in r.body for t in a.args if isinstance(t, Iri)
-    }
+    body_iris = (
+        {a.predicate for r in ruleset.rules for a in r.body}
+        | {t.iri for r in ruleset.rules for a in r.body for t in a.args if isinstance(t, Iri)}
+        | {t.iri for r in ruleset.rules for c in r.tests for t in (c.left, c.right) if isinstance(t, Iri)}
+    )
     known = {**db.terms.lookup_in(ctx, sorted(body_iris - set(interned))), **interned}
     compiled = [_compile(k, rule, known) for k, rule in enumerate(ruleset.rules)]
     by_id = {r.id: c for r, c in zip(ruleset.rules, compiled, strict=True)}
@@ -217,4 +219,7 @@ def _compile(index: int, rule: Rule, known: dict[str, int]) -> rule_eval.Compile
         s=_slot(s, known),
         o=_slot(o, known),
         body=tuple(_atom(a, known) for a in rule.body),
+        tests=tuple(
+            rule_eval.Test(_slot(t.left, known), t.op, _slot(t.right, known), t.negated) for t in rule.tests
+        ),
     )

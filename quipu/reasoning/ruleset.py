@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import pyoxigraph as ox
 
-from quipu.reasoning.grammar import Atom, Lit, RuleSyntaxError, Var, debug, parse_atom, parse_body
+from quipu.reasoning.grammar import Atom, Comparison, Lit, RuleSyntaxError, Var, debug, parse_atom, parse_body
 
 RULE = "http://quipu.local/rule#"
 RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
@@ -30,6 +30,7 @@ class Rule:
     id: str
     head: Atom
     body: tuple[Atom, ...]
+    tests: tuple[Comparison, ...] = ()
 
     @property
     def positive(self) -> list[Atom]:
@@ -104,14 +105,14 @@ def parse_rules(turtle: str | Sequence[str], fallback_prefix: str) -> RuleSet:
         except RuleSyntaxError as exc:
             raise RuleError(f"rule {debug(rule_id)} rule:head: {exc}") from None
         try:
-            body = parse_body(body_src, prefix)
+            body, tests = parse_body(body_src, prefix)
         except RuleSyntaxError as exc:
             raise RuleError(f"rule {debug(rule_id)} rule:body: {exc}") from None
         bound = {v for atom in body if not atom.negated for v in atom.variables}
         for name in dict.fromkeys(head.variables):
             if name not in bound:
                 raise RuleError(f"rule {debug(rule_id)} head variable ?{name} is not bound in the body")
-        rules.append(Rule(rule_id, head, tuple(body)))
+        rules.append(Rule(rule_id, head, tuple(body), tuple(tests)))
     return RuleSet(tuple(rules))
 
 
@@ -131,6 +132,8 @@ def check_evaluable(rule: Rule) -> None:
     bound = {v for atom in rule.positive for v in atom.variables}
     if any(v not in bound for atom in rule.negative for v in atom.variables):
         raise refuse("unsafe negation: variable not bound by a positive atom")
+    if any(v not in bound for test in rule.tests for v in test.variables):  # [designed here]
+        raise refuse("unsafe comparison: variable not bound by a positive atom")
     if isinstance(rule.head.args[0], Lit):  # [designed here] a literal cannot be a subject
         raise refuse("literal in the subject position of the head atom")
     if any(isinstance(a, Var) and a.name not in bound for a in rule.head.args):

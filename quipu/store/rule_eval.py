@@ -32,13 +32,16 @@ from sqlalchemy import (
     Table,
     and_,
     bindparam,
+    case,
     cast,
     delete,
     exists,
+    false,
     func,
     insert,
     literal,
     null,
+    or_,
     select,
     text,
     true,
@@ -73,12 +76,23 @@ class BodyAtom:
 
 
 @dataclass(frozen=True)
+class Test:
+    """``left op right`` over bound values (op: = != < <= > >=), negated with ``not``."""
+
+    left: Slot
+    op: str
+    right: Slot
+    negated: bool = False
+
+
+@dataclass(frozen=True)
 class CompiledRule:
     index: int  # position in the rule set: the key of its output
     head: int  # head predicate id
     s: Slot
     o: Slot
     body: tuple[BodyAtom, ...]
+    tests: tuple[Test, ...] = ()
 
 
 _meta = MetaData()
@@ -225,12 +239,71 @@ def _rule_select(
         if conds is None:
             continue
         body.conds.append(~exists().select_from(alias).where(*conds))
+    for test in rule.tests:
+        body.conds.append(_test(test, body))
     s_col, o_cols = _head(rule, body)
     if s_col is None:
         return None
     head_p = literal(rule.head, BigInteger)
     selected = [c.label(name) for c, name in zip((head_p, s_col, *o_cols), _TUPLE, strict=True)]
     return select(*selected).select_from(*body.froms).where(and_(true(), *body.conds)).distinct()
+
+
+@dataclass(frozen=True)
+class _Side:
+    """A compared value: its encoding, numeric shadow and reference id, where each is known."""
+
+    v: ColumnElement[Any] | None
+    num: ColumnElement[Any] | None
+    ref: ColumnElement[Any] | None
+
+
+_STRING_TAG = bytes([values.TAG_STR])
+_ORDER = {"<": "__lt__", "<=": "__le__", ">": "__gt__", ">=": "__ge__"}
+
+
+def _side(slot: Slot, body: _Body) -> _Side:
+    if slot.var is not None:
+        if slot.var in body.object:
+            alias, _ = body.object[slot.var]
+            return _Side(alias.c.v, alias.c.v_num, alias.c.v_ref)
+        return _Side(None, None, body.subject[slot.var])  # a subject: a reference
+    if slot.ref is not None:
+        return _Side(literal(values.ref(slot.ref), LargeBinary), None, literal(slot.ref, BigInteger))
+    if slot.value is not None:
+        num = values.numeric(slot.value)
+        shadow = None if num is None else cast(literal(num, Float), Float)
+        return _Side(literal(slot.value, LargeBinary), shadow, None)
+    return _Side(None, None, None)  # an IRI the store has never seen: equal to nothing
+
+
+def _test(test: Test, body: _Body) -> ColumnElement[bool]:
+    """The SQL truth of a comparison [designed here, docs/reasoning.md]: ``=`` is numeric
+    equality between numbers and term identity otherwise, ``!=`` its negation; the orderings
+    compare numbers by value and simple strings by code point, and are false for anything else.
+    Plain SQL on the stored encodings, so no value is decoded in Python."""
+    a, b = _side(test.left, body), _side(test.right, body)
+    cond: ColumnElement[bool]
+    if test.op in ("=", "!="):
+        if a.v is None or b.v is None:  # a reference without its encoding: compare ids
+            cond = (a.ref == b.ref) if a.ref is not None and b.ref is not None else false()
+        elif a.num is not None and b.num is not None:
+            both = and_(a.num.is_not(None), b.num.is_not(None))
+            cond = case((both, a.num == b.num), else_=a.v == b.v)
+        else:
+            cond = a.v == b.v
+        if test.op == "!=":
+            cond = ~cond
+    else:
+        compare = _ORDER[test.op]
+        parts: list[ColumnElement[bool]] = []
+        if a.num is not None and b.num is not None:
+            parts.append(and_(a.num.is_not(None), b.num.is_not(None), getattr(a.num, compare)(b.num)))
+        if a.v is not None and b.v is not None:
+            strings = and_(func.substr(a.v, 1, 1) == _STRING_TAG, func.substr(b.v, 1, 1) == _STRING_TAG)
+            parts.append(and_(strings, getattr(a.v, compare)(b.v)))
+        cond = or_(*parts) if parts else false()
+    return ~cond if test.negated else cond
 
 
 def _head(rule: CompiledRule, body: _Body) -> tuple[ColumnElement[Any] | None, list[ColumnElement[Any]]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from quipu.reasoning.grammar import XSD, Atom, Iri, Lit, Var, parse_atom, parse_body
+from quipu.reasoning.grammar import XSD, Atom, Comparison, Iri, Lit, Var, parse_atom, parse_body
 from quipu.reasoning.ruleset import RuleError, check_evaluable, parse_rules
 from quipu.reasoning.strata import stratify
 
@@ -39,9 +39,23 @@ def test_atoms_take_variables_bare_names_full_iris_strings_and_literals() -> Non
 
 
 def test_bodies_split_on_top_level_commas_and_read_not_as_negation() -> None:
-    body = parse_body("p(?x, ?y), not q(?y, ?x),, r(?x, c),", P)
+    body, tests = parse_body("p(?x, ?y), not q(?y, ?x),, r(?x, c),", P)
+    assert tests == []
     assert [(a.predicate, a.negated) for a in body] == [(P + "p", False), (P + "q", True), (P + "r", False)]
-    assert parse_body("NOT p(?x, ?y)", P)[0].predicate == P + "NOT p"  # case-sensitive, as the original
+    assert parse_body("NOT p(?x, ?y)", P)[0][0].predicate == P + "NOT p"  # case-sensitive, as the original
+
+
+def test_comparisons_are_body_pieces_with_the_operator_between_spaces() -> None:
+    atoms, tests = parse_body('age(?p, ?a), ?a >= 39, not ?n = "x", ?p != <http://x/y>, p(?a, ?b)', P)
+    assert [a.predicate for a in atoms] == [P + "age", P + "p"]
+    assert tests == [
+        Comparison(Var("a"), ">=", Lit("39", XSD + "integer")),
+        Comparison(Var("n"), "=", Lit("x"), negated=True),
+        Comparison(Var("p"), "!=", Iri("http://x/y")),
+    ]
+    # operators inside quotes, IRIs or parentheses are not comparisons
+    assert parse_body('p(?x, "a > b")', P)[1] == []
+    assert parse_body("<http://x/a>(?x, ?y)", P)[1] == []
 
 
 @pytest.mark.parametrize(
@@ -110,6 +124,7 @@ def test_bare_names_resolve_by_rule_prefix_then_rule_set_default_then_the_fallba
         ("p(?x, ?y)", "q(?x, ?y), not r(?x)", "non-binary body atom"),
         ("p(?x, ?y)", "q(?x, ?y), not r(?x, ?z)", "unsafe negation: variable not bound by a positive atom"),
         ('p(\\"lit\\", ?y)', "q(?x, ?y)", "literal in the subject position of the head atom"),
+        ("p(?x, ?y)", "q(?x, ?y), ?z > 3", "unsafe comparison: variable not bound by a positive atom"),
     ],
 )
 def test_unevaluable_rules_name_the_feature(head: str, body: str, feature: str) -> None:

@@ -348,3 +348,37 @@ def test_a_premise_asserted_in_the_graph_and_derived_counts_once_per_rule(kb: Kn
     report = kb.reasoning.reason(rules=doc)
     assert report.per_rule == [{"rule": "base", "asserted": 1}, {"rule": "step", "asserted": 1}]
     assert derived(kb) == {("b", "reach", "c"), ("a", "reach", "c")}
+
+
+def test_comparisons_filter_by_typed_value(kb: KnowledgeBase) -> None:
+    # [designed here] numbers compare by value whatever their datatype, simple strings by code
+    # point, and = / != between references is term identity.
+    rng = random.Random(9)
+    ages = {f"p{i}": rng.choice([17, 18, 30, 39, 39.5, 40, 65]) for i in range(30)}
+    names = {f"p{i}": rng.choice(["ada", "Bob", "zoë", "mia", "Émile"]) for i in range(30)}
+    parents = {(f"f{i % 6}", f"p{i}") for i in range(30)}
+    xsd = "http://www.w3.org/2001/XMLSchema#"
+    doc_nt = "".join(
+        f'<{EX}{p}> <{EX}age> "{a}"^^<{xsd}{"decimal" if isinstance(a, float) else "integer"}> .\n'
+        f'<{EX}{p}> <{EX}name> "{names[p]}" .\n'
+        for p, a in ages.items()
+    ) + "".join(f"<{EX}{f}> <{EX}parent> <{EX}{c}> .\n" for f, c in parents)
+    kb.knot(doc_nt, format="nt")
+    rules = rule_doc(
+        ("adult", "adult(?p, yes)", "age(?p, ?a), ?a >= 18"),
+        ("exact", "forty(?p, yes)", "age(?p, ?a), ?a = 40.0"),
+        ("young", "young(?p, yes)", "age(?p, ?a), not ?a > 39"),
+        ("early", "early(?p, yes)", 'name(?p, ?n), ?n < \\"m\\"'),
+        ("sib", "sibling(?x, ?y)", "parent(?f, ?x), parent(?f, ?y), ?x != ?y"),
+    )
+    kb.reasoning.reason(rules=rules)
+    got = derived(kb)
+    yes = "yes"
+    assert {s for s, p, _o in got if p == "adult"} == {p for p, a in ages.items() if a >= 18}
+    assert {s for s, p, _o in got if p == "forty"} == {p for p, a in ages.items() if a == 40}
+    assert {s for s, p, _o in got if p == "young"} == {p for p, a in ages.items() if not a > 39}
+    assert {s for s, p, _o in got if p == "early"} == {p for p, n in names.items() if n < "m"}
+    assert {(s, o) for s, p, o in got if p == "sibling"} == {
+        (x, y) for f, x in parents for g, y in parents if f == g and x != y
+    }
+    assert all(o == yes for _s, p, o in got if p in ("adult", "forty", "young", "early"))

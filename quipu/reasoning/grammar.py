@@ -187,7 +187,9 @@ def parse_body(src: str, prefix: str) -> tuple[list[Atom], list[Comparison]]:
         if found is not None and not text.endswith(")"):
             at, op = found
             tests.append(
-                Comparison(parse_term(text[:at], prefix), op, parse_term(text[at + len(op) :], prefix), negated)
+                Comparison(
+                    parse_term(text[:at], prefix), op, parse_term(text[at + len(op) :], prefix), negated
+                )
             )
         else:
             atoms.append(parse_atom(text, prefix, negated=negated))

@@ -48,7 +48,19 @@ class Lit:
     lang: str | None = None
 
 
-Term = Var | Iri | Lit
+@dataclass(frozen=True, slots=True)
+class Agg:
+    """An aggregate in a head's object position [designed here]: ``count(?p)``, ``sum(?x)``,
+    ``min(?x)``, ``max(?x)``, grouped by the head's subject."""
+
+    fn: str
+    var: str
+
+
+AGGREGATES: Final = ("count", "sum", "min", "max")
+_AGGREGATE: Final = re.compile(r"(count|sum|min|max)\(\s*\?([^\s()]+)\s*\)")
+
+Term = Var | Iri | Lit | Agg
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +71,11 @@ class Atom:
 
     @property
     def variables(self) -> list[str]:
-        return [a.name for a in self.args if isinstance(a, Var)]
+        return [a.name if isinstance(a, Var) else a.var for a in self.args if isinstance(a, Var | Agg)]
+
+    @property
+    def aggregate(self) -> Agg | None:
+        return next((a for a in self.args if isinstance(a, Agg)), None)
 
 
 COMPARISONS: Final = ("<=", ">=", "!=", "=", "<", ">")
@@ -132,7 +148,7 @@ def parse_term(src: str, prefix: str) -> Term:
     return Iri(prefix + token)
 
 
-def parse_atom(src: str, prefix: str, *, negated: bool = False) -> Atom:
+def parse_atom(src: str, prefix: str, *, negated: bool = False, head: bool = False) -> Atom:
     text = src.strip()
     open_at = text.find("(")
     if open_at < 0:
@@ -142,7 +158,12 @@ def parse_atom(src: str, prefix: str, *, negated: bool = False) -> Atom:
     name = text[:open_at].strip()
     if not name:
         raise RuleSyntaxError(f"missing predicate name in atom {debug(text)}")
-    args = tuple(parse_term(a, prefix) for a in split_top_level(text[open_at + 1 : -1]))
+    args = tuple(
+        Agg(found.group(1), found.group(2))
+        if head and (found := _AGGREGATE.fullmatch(a.strip())) is not None
+        else parse_term(a, prefix)
+        for a in split_top_level(text[open_at + 1 : -1])
+    )
     predicate = name[1:-1] if name.startswith("<") and name.endswith(">") else prefix + name
     return Atom(predicate, args, negated)
 

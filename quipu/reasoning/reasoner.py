@@ -16,7 +16,7 @@ from typing import Any
 from quipu import times
 from quipu.errors import InvalidField
 from quipu.identity import Authenticated
-from quipu.reasoning.grammar import Atom, Iri, Lit, Term, Var
+from quipu.reasoning.grammar import Agg, Atom, Iri, Lit, Term, Var
 from quipu.reasoning.ruleset import Rule, RuleError, RuleSet, check_evaluable, parse_rules
 from quipu.reasoning.strata import Stratum, stratify
 from quipu.shacl import registry as shape_registry
@@ -193,6 +193,7 @@ def _bookkeeping(
 
 
 def _slot(term: Term, known: dict[str, int]) -> rule_eval.Slot:
+    assert not isinstance(term, Agg), "an aggregate stands only in a head's object position"
     if isinstance(term, Var):
         return rule_eval.Slot(var=term.name)
     if isinstance(term, Iri):
@@ -213,11 +214,13 @@ def _atom(atom: Atom, known: dict[str, int]) -> rule_eval.BodyAtom:
 
 def _compile(index: int, rule: Rule, known: dict[str, int]) -> rule_eval.CompiledRule:
     s, o = rule.head.args
+    aggregate = o if isinstance(o, Agg) else None
     return rule_eval.CompiledRule(
         index=index,
         head=known[rule.head.predicate],
         s=_slot(s, known),
-        o=_slot(o, known),
+        o=rule_eval.Slot(var=aggregate.var) if aggregate is not None else _slot(o, known),
+        aggregate=aggregate.fn if aggregate is not None else None,
         body=tuple(_atom(a, known) for a in rule.body),
         tests=tuple(
             rule_eval.Test(_slot(t.left, known), t.op, _slot(t.right, known), t.negated) for t in rule.tests

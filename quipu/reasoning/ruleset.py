@@ -15,7 +15,17 @@ from dataclasses import dataclass, field
 
 import pyoxigraph as ox
 
-from quipu.reasoning.grammar import Atom, Comparison, Lit, RuleSyntaxError, Var, debug, parse_atom, parse_body
+from quipu.reasoning.grammar import (
+    Agg,
+    Atom,
+    Comparison,
+    Lit,
+    RuleSyntaxError,
+    Var,
+    debug,
+    parse_atom,
+    parse_body,
+)
 
 RULE = "http://quipu.local/rule#"
 RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
@@ -101,7 +111,7 @@ def parse_rules(turtle: str | Sequence[str], fallback_prefix: str) -> RuleSet:
         if body_src is None:
             raise RuleError(f"rule {debug(rule_id)} is missing required property rule:body")
         try:
-            head = parse_atom(head_src, prefix)
+            head = parse_atom(head_src, prefix, head=True)
         except RuleSyntaxError as exc:
             raise RuleError(f"rule {debug(rule_id)} rule:head: {exc}") from None
         try:
@@ -136,5 +146,7 @@ def check_evaluable(rule: Rule) -> None:
         raise refuse("unsafe comparison: variable not bound by a positive atom")
     if isinstance(rule.head.args[0], Lit):  # [designed here] a literal cannot be a subject
         raise refuse("literal in the subject position of the head atom")
+    if isinstance(rule.head.args[0], Agg):  # [designed here] an aggregate is a value
+        raise refuse("aggregate in the subject position of the head atom")
     if any(isinstance(a, Var) and a.name not in bound for a in rule.head.args):
         raise refuse("head variable not bound by a positive body atom")

@@ -31,7 +31,12 @@ def stratify(rules: tuple[Rule, ...]) -> list[Stratum]:
 
     names = sorted({r.head.predicate for r in rules} | {a.predicate for r in rules for a in r.body})
     index = {name: k for k, name in enumerate(names)}
-    edges = [(index[a.predicate], index[r.head.predicate], a.negated) for r in rules for a in r.body]
+    # An aggregate reads its body's relations whole, as a negation does: both need them finished.
+    edges = [
+        (index[a.predicate], index[r.head.predicate], a.negated or r.head.aggregate is not None)
+        for r in rules
+        for a in r.body
+    ]
     n = len(names)
     if not n:
         return []
@@ -42,10 +47,13 @@ def stratify(rules: tuple[Rule, ...]) -> list[Stratum]:
     members: dict[int, list[str]] = {}
     for name, label in zip(names, labels, strict=True):
         members.setdefault(int(label), []).append(name)
-    for src, dst, negated in edges:
-        if negated and labels[src] == labels[dst]:
-            cycle = sorted(members[int(labels[src])])
-            raise RuleError(f"rule set is not stratifiable: negation cycle through {json.dumps(cycle)}")
+    for rule in rules:
+        for atom in rule.body:
+            src, dst = index[atom.predicate], index[rule.head.predicate]
+            if (atom.negated or rule.head.aggregate is not None) and labels[src] == labels[dst]:
+                cycle = json.dumps(sorted(members[int(labels[src])]))
+                kind = "negation" if atom.negated else "aggregation"  # [designed here]
+                raise RuleError(f"rule set is not stratifiable: {kind} cycle through {cycle}")
     order = TopologicalSorter({int(labels[d]): set() for d in range(n)})
     for src, dst, _negated in edges:
         if labels[src] != labels[dst]:

@@ -17,7 +17,7 @@ any other [beyond the original, whose rules saw reference triples only].
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy import (
@@ -30,11 +30,13 @@ from sqlalchemy import (
     LargeBinary,
     MetaData,
     Table,
+    Text,
     and_,
     bindparam,
     case,
     cast,
     delete,
+    distinct,
     exists,
     false,
     func,
@@ -93,6 +95,7 @@ class CompiledRule:
     o: Slot
     body: tuple[BodyAtom, ...]
     tests: tuple[Test, ...] = ()
+    aggregate: str | None = None  # count, sum, min or max of the head object's variable
 
 
 _meta = MetaData()
@@ -241,12 +244,62 @@ def _rule_select(
         body.conds.append(~exists().select_from(alias).where(*conds))
     for test in rule.tests:
         body.conds.append(_test(test, body))
+    if rule.aggregate is not None:
+        return _aggregate_select(rule, body)
     s_col, o_cols = _head(rule, body)
     if s_col is None:
         return None
     head_p = literal(rule.head, BigInteger)
     selected = [c.label(name) for c, name in zip((head_p, s_col, *o_cols), _TUPLE, strict=True)]
     return select(*selected).select_from(*body.froms).where(and_(true(), *body.conds)).distinct()
+
+
+def _aggregate_select(rule: CompiledRule, body: _Body) -> Select[Any]:
+    """``p(?g, fn(?v))`` [designed here, docs/reasoning.md]: one tuple per group (the head's
+    subject). ``count`` counts the distinct values of ``?v``; ``sum``, ``min`` and ``max`` range
+    over the literal values of ``?v`` in the body's distinct solutions, with SPARQL's typing
+    (``q_sum``, ``q_min``, ``q_max``: the integers 1 and 2 sum to the integer 3)."""
+    assert rule.o.var is not None and rule.aggregate is not None
+    s_col, _o = _head(replace(rule, o=rule.s), body)  # the group key, as a head subject
+    assert s_col is not None
+    var = rule.o.var
+    value: ColumnElement[Any]
+    if var in body.object:
+        alias, _ = body.object[var]
+        value = alias.c.v if rule.aggregate == "count" else case((alias.c.v_ref.is_(None), alias.c.v))
+    else:
+        value = body.subject[var] if rule.aggregate == "count" else cast(null(), LargeBinary)
+    keys = [col.label(f"k_{name}") for name, col in body.subject.items()]
+    keys += [a.c.v.label(f"o_{name}") for name, (a, _f) in body.object.items()]
+    solutions = (
+        select(s_col.label("g"), value.label("val"), *keys)
+        .select_from(*body.froms)
+        .where(and_(true(), *body.conds))
+        .distinct()
+        .subquery("solutions")
+    )
+    g, val = solutions.c.g, solutions.c.val
+    result: ColumnElement[Any]
+    shadow: ColumnElement[Any]
+    if rule.aggregate == "count":
+        counted = func.count(distinct(val))
+        result, shadow = func.q_int(counted, type_=LargeBinary), cast(counted, Float)
+    else:
+        if rule.aggregate == "sum":
+            result = func.q_sum(val, type_=LargeBinary)
+        else:
+            pick = func.q_min if rule.aggregate == "min" else func.q_max
+            result = pick(val, cast(null(), Text), type_=LargeBinary)
+        shadow = func.q_num(result, type_=Float)
+    selected = [
+        literal(rule.head, BigInteger).label("p"),
+        g.label("s"),
+        result.label("v"),
+        cast(null(), BigInteger).label("v_ref"),
+        shadow.label("v_num"),
+    ]
+    grouped = select(*selected).group_by(g)
+    return grouped.having(result.is_not(None)) if rule.aggregate != "count" else grouped
 
 
 @dataclass(frozen=True)

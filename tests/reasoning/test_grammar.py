@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from quipu.reasoning.grammar import XSD, Atom, Comparison, Iri, Lit, Var, parse_atom, parse_body
+from quipu.reasoning.grammar import XSD, Agg, Atom, Comparison, Iri, Lit, Var, parse_atom, parse_body
 from quipu.reasoning.ruleset import RuleError, check_evaluable, parse_rules
 from quipu.reasoning.strata import stratify
 
@@ -36,6 +36,17 @@ def test_atoms_take_variables_bare_names_full_iris_strings_and_literals() -> Non
     # the original's quirks are kept: no prefixed names, and `a` is a bare name like any other
     assert parse_atom("aegis:foo(?x, ?y)", P).predicate == P + "aegis:foo"
     assert parse_atom("a(?x, ?y)", P).predicate == P + "a"
+
+
+def test_an_aggregate_is_read_in_a_head_only() -> None:
+    assert parse_atom("size(?t, count(?p))", P, head=True).args == (Var("t"), Agg("count", "p"))
+    assert parse_atom("size(?t, max( ?p ))", P, head=True).aggregate == Agg("max", "p")
+    assert parse_atom("size(?t, count(?p))", P).args[1] == Iri(P + "count(?p)")  # a body: the original's
+    doc = rules(
+        'ex:r1 a rule:Rule ; rule:id "R1" ; rule:head "size(?t, count(?z))" ; rule:body "m(?p, ?t)" .'
+    )
+    with pytest.raises(RuleError, match=r'^rule "R1" head variable \?z is not bound in the body$'):
+        parse_rules(doc, P)
 
 
 def test_bodies_split_on_top_level_commas_and_read_not_as_negation() -> None:
@@ -125,6 +136,7 @@ def test_bare_names_resolve_by_rule_prefix_then_rule_set_default_then_the_fallba
         ("p(?x, ?y)", "q(?x, ?y), not r(?x, ?z)", "unsafe negation: variable not bound by a positive atom"),
         ('p(\\"lit\\", ?y)', "q(?x, ?y)", "literal in the subject position of the head atom"),
         ("p(?x, ?y)", "q(?x, ?y), ?z > 3", "unsafe comparison: variable not bound by a positive atom"),
+        ("p(count(?x), ?y)", "q(?x, ?y)", "aggregate in the subject position of the head atom"),
     ],
 )
 def test_unevaluable_rules_name_the_feature(head: str, body: str, feature: str) -> None:

@@ -11,9 +11,10 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
+from rdflib import Literal
 
 import quipu
 from quipu.api import KnowledgeBase
@@ -382,3 +383,54 @@ def test_comparisons_filter_by_typed_value(kb: KnowledgeBase) -> None:
         (x, y) for f, x in parents for g, y in parents if f == g and x != y
     }
     assert all(o == yes for _s, p, o in got if p in ("adult", "forty", "young", "early"))
+
+
+def test_aggregates_group_by_the_head_subject(kb: KnowledgeBase) -> None:
+    # [designed here] count(?v): distinct values per group; sum, min, max: over the literal
+    # values of the body's distinct solutions, typed as SPARQL types them.
+    rng = random.Random(11)
+    teams = {f"p{i}": f"t{rng.randrange(5)}" for i in range(40)}
+    salary = {p: rng.choice([10, 20, 20, 35, 50]) for p in teams}
+    skills = {(p, f"s{rng.randrange(3)}") for p in teams for _ in range(2)}
+    xsd = "http://www.w3.org/2001/XMLSchema#"
+    kb.knot(
+        "".join(
+            f'<{EX}{p}> <{EX}memberOf> <{EX}{t}> .\n<{EX}{p}> <{EX}salary> "{salary[p]}"^^<{xsd}integer> .\n'
+            for p, t in teams.items()
+        )
+        + "".join(f"<{EX}{p}> <{EX}skill> <{EX}{s}> .\n" for p, s in skills),
+        format="nt",
+    )
+    rules = rule_doc(
+        ("size", "teamSize(?t, count(?p))", "memberOf(?p, ?t), skill(?p, ?s)"),
+        ("payroll", "payroll(?t, sum(?x))", "memberOf(?p, ?t), salary(?p, ?x)"),
+        ("low", "lowest(?t, min(?x))", "memberOf(?p, ?t), salary(?p, ?x)"),
+        ("high", "highest(?t, max(?x))", "memberOf(?p, ?t), salary(?p, ?x)"),
+        ("big", "big(?t, yes)", "teamSize(?t, ?n), ?n >= 9"),  # a stratum above the count
+    )
+    report = kb.reasoning.reason(rules=rules)
+    assert report.strata_run == 5
+    rows = kb.query(f"SELECT ?s ?p ?o FROM <{INFERRED}> WHERE {{ ?s ?p ?o FILTER(isLiteral(?o)) }}")
+    assert isinstance(rows, list)
+    got: dict[tuple[str, str], Literal] = {
+        (str(r["s"])[len(EX) :], str(r["p"])[len(EX) :]): cast(Literal, r["o"])
+        for r in rows
+        if str(r["s"]).startswith(EX)
+    }
+    members: dict[str, list[str]] = {}
+    for p, t in teams.items():
+        members.setdefault(t, []).append(p)
+    for t, ps in members.items():
+        assert got[(t, "teamSize")].toPython() == len(ps)
+        assert str(got[(t, "teamSize")].datatype) == xsd + "integer"
+        assert got[(t, "payroll")].toPython() == sum(salary[p] for p in ps)
+        assert str(got[(t, "payroll")].datatype) == xsd + "integer"
+        assert got[(t, "lowest")].toPython() == min(salary[p] for p in ps)
+        assert got[(t, "highest")].toPython() == max(salary[p] for p in ps)
+    assert {s for s, p, _o in derived(kb) if p == "big"} == {t for t, ps in members.items() if len(ps) >= 9}
+
+
+def test_an_aggregate_through_recursion_is_refused(kb: KnowledgeBase) -> None:
+    doc = rule_doc(("a", "n(?x, count(?y))", "e(?x, ?y), n(?y, ?z)"))
+    with pytest.raises(InvalidField, match=r'aggregation cycle through \["http://ex.org/n"\]'):
+        kb.reasoning.reason(rules=doc)

@@ -24,6 +24,7 @@ from quipu.cli import (
     ingest,
     keyword_search,
     models,
+    reasoning,
     search,
     service,
     shapes,
@@ -51,6 +52,7 @@ app.add_typer(shapes.group, name="shapes")
 app.add_typer(governance.group, name="propose")
 app.add_typer(graphs.group, name="graph")  # list, create, label, freeze, thaw, view
 app.add_typer(analytics.app)  # project, report, impact
+app.add_typer(reasoning.app)  # reason: Datalog rules to fixpoint
 app.add_typer(question_verbs)  # ask, cooccurrence
 app.add_typer(queries_group, name="queries")  # load, list, get, remove
 app.add_typer(changes.app)  # changes: one page of the change feed

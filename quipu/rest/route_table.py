@@ -37,6 +37,7 @@ ROUTES: Final[dict[tuple[str, str], RouteClass]] = {
     ("GET", "/version"): READ,
     ("POST", "/validate"): READ,
     ("POST", "/proposals"): READ,
+    ("POST", "/rule/query"): READ,  # tools-core §1.2: evidence is only read
     # finding entities by name (tools-search §5.8-§5.10): heavy-lane reads that commit nothing
     ("POST", "/resolve"): READ,
     ("POST", "/spotlight"): READ,
@@ -165,6 +166,7 @@ LANES: Final[dict[tuple[str, str], Lane | None]] = {
     ("GET", "/stats"): POINT,  # cached per transaction head
     ("GET", "/graphs"): POINT,  # the registry: a few rows
     ("GET", "/events"): POINT,  # an index range of the event log
+    ("POST", "/rule/query"): POINT,  # a few index probes about one statement
     ("GET", "/changes/stream"): None,  # each poll takes a heavy slot for its read only
     ("GET", "/events/stream"): None,  # each poll takes a point slot for its read only
     ("GET", "/health"): None,

@@ -106,6 +106,11 @@ def derived_source(source: str | None, actor: str | None, verb: str) -> str:
     return f"{verb}:anonymous"
 
 
+def companion_iri(graph_iri: str) -> str:
+    """DM §3 rule 4: ``<G>#inferred``, ``<G>-inferred`` when ``<G>`` has a ``#`` already."""
+    return graph_iri + ("-inferred" if "#" in graph_iri else "#inferred")
+
+
 def is_companion(iri: str) -> bool:
     """Reserved companion inferred graphs (DM §3.4)."""
     return iri.endswith("#inferred") or ("#" in iri and iri.endswith("-inferred"))

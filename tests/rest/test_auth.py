@@ -319,6 +319,9 @@ READS: dict[tuple[str, str], Sample] = {
     ("GET", "/query"): lambda kb: {"params": {"query": "ASK { ?s ?p ?o }"}},
     ("POST", "/query"): lambda kb: {"json": {"query": "SELECT * WHERE { ?s ?p ?o }"}},
     ("POST", "/proposals"): lambda kb: {"json": {}},
+    ("POST", "/rule/query"): lambda kb: {
+        "json": {"claim": {"subject": f"{EX}s", "predicate": f"{EX}p", "object": "o"}}
+    },
     ("POST", "/resolve"): lambda kb: {"json": {"name": "s"}},
     ("POST", "/spotlight"): lambda kb: {"json": {"text": "s and t"}},
     ("POST", "/reconcile"): lambda kb: {"json": {"queries": {"q0": {"query": "s"}}}},

@@ -44,3 +44,22 @@ class ReasonResponse(BaseModel):
 def reason(body: ReasonRequest, kb: KbDep, auth: AuthDep) -> dict[str, Any]:
     """Evaluate the rules and persist the changes to their derivations, one transaction per rule."""
     return kb.reasoning.reason(**body.fields(), auth=auth).as_json()
+
+
+class RuleQueryRequest(Strict):
+    claim: dict[str, Any] = Field(
+        description='{"subject": "<iri>", "predicate": "<iri>", "object": <value>}; the object in the '
+        'JSON value forms ("text", {"iri": ...}, {"int": 5}, {"value": ..., "lang": ...} ...)'
+    )
+    graph: str | None = Field(None, description="graph holding the evidence (absent: ROOT)")
+    include_inferred: bool = Field(True, description="also read the graph's companion for positive evidence")
+    valid_at: str | None = Field(None, description="valid-time read point")
+    tx: int | None = Field(None, ge=0, description="transaction-time read point")
+    max_evidence: int = Field(10, ge=1, le=100, description="evidence items listed per side")
+
+
+@router.post("/rule/query")
+def rule_query(body: RuleQueryRequest, kb: KbDep) -> dict[str, Any]:
+    """A four-valued answer about one grounded claim: SUPPORTED, REFUTED, BOTH, NEITHER or
+    UNKNOWN, with its evidence, and any judgment reported beside it. Grants no authority."""
+    return kb.reasoning.rule_query(**body.fields())

@@ -22,7 +22,7 @@ from quipu.reasoning.rule_query import rule_query
 from quipu.reasoning.ruleset import Rule, RuleError, RuleSet, check_evaluable, parse_rules
 from quipu.reasoning.strata import Stratum, stratify
 from quipu.shacl import registry as shape_registry
-from quipu.store import graph_registry, rule_eval, values, writes
+from quipu.store import graph_registry, graph_scope, rule_eval, values, writes
 from quipu.store.context import WriteContext
 from quipu.store.database import Database
 from quipu.store.schema import ROOT_IRI
@@ -102,6 +102,7 @@ class Reasoner:
         premise_iri = graph if graph else ROOT_IRI
         with self.db.write(auth) as ctx:
             premise = writes.resolve_target_graph(self.db, ctx, graph)
+            graph_scope.enforce(self.db, ctx.conn, (premise,))  # the premises are a read of it
             companion = writes.companion_iri(premise_iri)
             return _run(self.db, ctx, ruleset, strata, premise, companion, ts)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from quipu.errors import InvalidField, MissingField, QueryTimeout, StorageError, UnknownField, UnknownGraph
-from quipu.store import claim_reads, graph_registry, values
+from quipu.store import claim_reads, graph_registry, graph_scope, values
 from quipu.store.claim_reads import Claim
 from quipu.store.database import Database
 from quipu.store.schema import ROOT, ROOT_IRI
@@ -120,6 +120,9 @@ def _answer(
     if obj.iri is not None:
         names.append(obj.iri)
     ids = db.terms.lookup(conn, names)  # never interns (rule 6): an unknown IRI has no evidence
+    companion = ids.get(companion_iri(graph_iri)) if include_inferred else None
+    # the label floor, as every read applies it to the graphs it reads (a refusal, not UNKNOWN)
+    graph_scope.enforce(db, conn, [gid] if companion is None else [gid, companion])
     s, p = ids.get(subject), ids.get(predicate)
     o = values.ref(ids[obj.iri]) if obj.iri is not None and obj.iri in ids else obj.encoded
     graph_names = {gid: graph_iri}
@@ -129,8 +132,7 @@ def _answer(
     own = view.with_graphs([gid])
     if s is not None and p is not None and o is not None:
         scope = [gid]
-        companion = ids.get(companion_iri(graph_iri))
-        if include_inferred and companion is not None:
+        if companion is not None:
             scope.append(companion)
             graph_names[companion] = companion_iri(graph_iri)
         for c in claim_reads.claims(conn, view.with_graphs(scope), s, p, o):

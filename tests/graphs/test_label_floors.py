@@ -26,6 +26,10 @@ FLOOR = {
     "deny_policy_tokens": ["no-export"],
     "deny_data_kinds": ["archive"],
 }
+RULES = (
+    "@prefix rule: <http://quipu.local/rule#> .\n"
+    f'<{EX}r> a rule:Rule ; rule:id "r" ; rule:head "q(?x, ?y)" ; rule:body "p(?x, ?y)" ; rule:prefix "{EX}" .'
+)
 GOOD = {"freshness": "fresh", "trust": {"iri": EX + "gold", "chain": CHAIN, "rank": 30}}
 
 
@@ -89,6 +93,11 @@ ROOT_READS: dict[str, Callable[[TestClient], Any]] = {
     # the event log speaks of ROOT's statements (issue 20)
     "events": lambda c: c.get("/events"),
     "events-stream": lambda c: c.get("/events/stream", params={"follow": "false"}),
+    # reasoning (issue 22): the rules read ROOT as premises; a rule query reads its evidence
+    "reason": lambda c: c.post("/reason", json={"rules": RULES}),
+    "rule_query": lambda c: c.post(
+        "/rule/query", json={"claim": {"subject": EX + "s", "predicate": EX + "p", "object": {"int": 1}}}
+    ),
 }
 
 

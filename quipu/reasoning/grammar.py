@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Final
 
@@ -100,13 +101,11 @@ def debug(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-def split_top_level(src: str) -> list[str]:
-    """Split on commas outside parentheses and double quotes; empty pieces are dropped."""
-    pieces: list[str] = []
+def _top_level(text: str) -> Iterator[int]:
+    """Positions of the characters outside double quotes and parentheses."""
     depth = 0
     quoted = False
-    start = 0
-    for i, ch in enumerate(src):
+    for i, ch in enumerate(text):
         if ch == '"':
             quoted = not quoted
         elif quoted:
@@ -115,7 +114,16 @@ def split_top_level(src: str) -> list[str]:
             depth += 1
         elif ch == ")":
             depth -= 1
-        elif ch == "," and depth == 0:
+        elif depth == 0:
+            yield i
+
+
+def split_top_level(src: str) -> list[str]:
+    """Split on commas outside parentheses and double quotes; empty pieces are dropped."""
+    pieces: list[str] = []
+    start = 0
+    for i in _top_level(src):
+        if src[i] == ",":
             pieces.append(src[start:i])
             start = i + 1
     pieces.append(src[start:])
@@ -171,18 +179,8 @@ def parse_atom(src: str, prefix: str, *, negated: bool = False, head: bool = Fal
 def _operator(text: str) -> tuple[int, str] | None:
     """Where a comparison operator stands in ``text``: written between spaces, outside quotes
     and parentheses (so ``<iri>`` and ``p(?x, ?y)`` never read as one)."""
-    depth = 0
-    quoted = False
-    for i, ch in enumerate(text):
-        if ch == '"':
-            quoted = not quoted
-        elif quoted:
-            continue
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        elif depth == 0 and i > 0 and text[i - 1] in " \t":
+    for i in _top_level(text):
+        if i > 0 and text[i - 1] in " \t":
             for op in COMPARISONS:
                 end = i + len(op)
                 if text.startswith(op, i) and end < len(text) and text[end] in " \t":

@@ -180,8 +180,9 @@ def _bookkeeping(
         kind = values.string("inferred")
         rows.append((e, ids[SOURCE_KIND], kind, values.digest(kind), None, None))
     note = values.literal(str(head_tx), values.XSD_INTEGER)
-    stale_note = writes.live_value(ctx, gid, e, ids[DERIVED_AS_OF]) not in (None, note)
-    if writes.live_value(ctx, gid, e, ids[DERIVED_AS_OF]) != note:
+    current = writes.live_value(ctx, gid, e, ids[DERIVED_AS_OF])
+    stale_note = current not in (None, note)
+    if current != note:
         rows.append((e, ids[DERIVED_AS_OF], note, values.digest(note), None, values.numeric(note)))
     if not rows:  # a rerun over unchanged premises writes nothing
         return

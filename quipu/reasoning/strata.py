@@ -31,17 +31,12 @@ def stratify(rules: tuple[Rule, ...]) -> list[Stratum]:
 
     names = sorted({r.head.predicate for r in rules} | {a.predicate for r in rules for a in r.body})
     index = {name: k for k, name in enumerate(names)}
-    # An aggregate reads its body's relations whole, as a negation does: both need them finished.
-    edges = [
-        (index[a.predicate], index[r.head.predicate], a.negated or r.head.aggregate is not None)
-        for r in rules
-        for a in r.body
-    ]
+    edges = [(index[a.predicate], index[r.head.predicate]) for r in rules for a in r.body]
     n = len(names)
     if not n:
         return []
     graph = coo_matrix(
-        (np.ones(len(edges)), ([e[0] for e in edges], [e[1] for e in edges])), shape=(n, n)
+        (np.ones(len(edges)), ([src for src, _ in edges], [dst for _, dst in edges])), shape=(n, n)
     ).tocsr()
     _count, labels = connected_components(graph, directed=True, connection="strong")
     members: dict[int, list[str]] = {}
@@ -50,12 +45,13 @@ def stratify(rules: tuple[Rule, ...]) -> list[Stratum]:
     for rule in rules:
         for atom in rule.body:
             src, dst = index[atom.predicate], index[rule.head.predicate]
+            # an aggregate reads its body's relations whole, as a negation does: both need them finished
             if (atom.negated or rule.head.aggregate is not None) and labels[src] == labels[dst]:
                 cycle = json.dumps(sorted(members[int(labels[src])]))
                 kind = "negation" if atom.negated else "aggregation"  # [designed here]
                 raise RuleError(f"rule set is not stratifiable: {kind} cycle through {cycle}")
     order = TopologicalSorter({int(labels[d]): set() for d in range(n)})
-    for src, dst, _negated in edges:
+    for src, dst in edges:
         if labels[src] != labels[dst]:
             order.add(int(labels[dst]), int(labels[src]))
     strata: list[Stratum] = []

@@ -21,9 +21,9 @@ from sqlalchemy import TextClause, text
 
 from quipu.store.context import WriteContext
 
-# A ROOT transaction's logical transitions (as events._LOGICAL: a claim that made its statement
-# visible, or a retraction after which no live claim of it remains).
-_LOGICAL = """
+# A ROOT transaction's logical transitions, for both event paths: a claim that made its statement
+# visible, or a retraction after which no live claim of it remains.
+LOGICAL = """
     f.tx = :tx AND f.g = 0 AND (
         (f.op = 1 AND f.dup = 0 AND f.valid_to IS NULL)
         OR (f.op = 0 AND NOT EXISTS (
@@ -45,16 +45,16 @@ def _preexisting(term: str) -> str:
 
 _COUNTS = text(
     f"SELECT COUNT(*), COUNT(DISTINCT f.e), COALESCE(SUM(CASE WHEN {_EDGE} THEN 1 ELSE 0 END), 0), "
-    f"MIN(f.id), MAX(f.id) FROM facts f WHERE {_LOGICAL}"
+    f"MIN(f.id), MAX(f.id) FROM facts f WHERE {LOGICAL}"
 )
 # Predicates and classes asserted, in order of first appearance (for predicate.new / type.new).
 _ASSERTED = text(
     "SELECT is_type, term FROM ("
     f" SELECT 0 AS is_type, f.a AS term, MIN(f.id) AS first FROM facts f"
-    f" WHERE {_LOGICAL} AND f.op = 1 AND f.a <> :rdf_type GROUP BY f.a"
+    f" WHERE {LOGICAL} AND f.op = 1 AND f.a <> :rdf_type GROUP BY f.a"
     " UNION ALL"
     f" SELECT 1, f.v_ref, MIN(f.id) FROM facts f"
-    f" WHERE {_LOGICAL} AND f.op = 1 AND f.a = :rdf_type AND f.v_ref IS NOT NULL GROUP BY f.v_ref"
+    f" WHERE {LOGICAL} AND f.op = 1 AND f.a = :rdf_type AND f.v_ref IS NOT NULL GROUP BY f.v_ref"
     ") x ORDER BY first"
 )
 
@@ -67,7 +67,7 @@ def _entities(dialect: str) -> TextClause:
         "INSERT INTO events (type, ts, subject, group_id, tx_id, payload) "
         f"SELECT CASE WHEN {_preexisting('x.e')} THEN 'entity.updated' ELSE 'entity.added' END, "
         ":ts, t.iri, :grp, :tx, '{}' "
-        f"FROM (SELECT f.e AS e, MIN(f.id) AS first FROM facts f WHERE {_LOGICAL} GROUP BY f.e) x "
+        f"FROM (SELECT f.e AS e, MIN(f.id) AS first FROM facts f WHERE {LOGICAL} GROUP BY f.e) x "
         "JOIN terms t ON t.id = x.e ORDER BY x.first"
     )
 
@@ -92,7 +92,7 @@ def _edges(dialect: str) -> TextClause:
         "SELECT CASE WHEN f.op = 1 THEN 'edge.added' ELSE 'edge.retracted' END, "
         f":ts, s.iri, :grp, :tx, {payload} "
         "FROM facts f JOIN terms s ON s.id = f.e JOIN terms p ON p.id = f.a JOIN terms o ON o.id = f.v_ref "
-        f"WHERE f.id BETWEEN :lo AND :hi AND {_LOGICAL} AND {_EDGE} ORDER BY f.id"
+        f"WHERE f.id BETWEEN :lo AND :hi AND {LOGICAL} AND {_EDGE} ORDER BY f.id"
     )
 
 

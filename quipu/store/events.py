@@ -32,7 +32,7 @@ from sqlalchemy import (
 )
 
 from quipu import times
-from quipu.store.bulk_events import LargeTransaction
+from quipu.store.bulk_events import LOGICAL, LargeTransaction
 from quipu.store.context import Refusal, TxInfo, WriteContext, head_tx
 from quipu.store.dialect import Dialect
 from quipu.store.schema import ROOT, ROOT_IRI, events, facts, graphs, schema_terms
@@ -50,15 +50,7 @@ log = logging.getLogger("quipu.events")
 
 
 # Logical transitions of one ROOT transaction, in physical write order (DM §11.1).
-_LOGICAL = """
-    f.tx = :tx AND f.g = 0 AND (
-        (f.op = 1 AND f.dup = 0 AND f.valid_to IS NULL)
-        OR (f.op = 0 AND NOT EXISTS (
-            SELECT 1 FROM facts l
-            WHERE l.g = 0 AND l.e = f.e AND l.a = f.a AND l.vh = f.vh AND l.v = f.v
-              AND l.op = 1 AND l.valid_to IS NULL)))
-"""
-_TRANSITIONS = text(f"SELECT f.op, f.e, f.a, f.v_ref FROM facts f WHERE {_LOGICAL} ORDER BY f.id")
+_TRANSITIONS = text(f"SELECT f.op, f.e, f.a, f.v_ref FROM facts f WHERE {LOGICAL} ORDER BY f.id")
 _BATCH = 5000  # transitions above which the database writes the entity and edge events
 
 _INSERT_EVENT = insert(events).values(

@@ -149,14 +149,12 @@ def prepare_tables(ctx: WriteContext) -> None:
 class _Body:
     """The FROM items and conditions of one rule body, variables bound to their first place."""
 
-    def __init__(self, graph: int, derived: frozenset[int]) -> None:
+    def __init__(self, graph: int) -> None:
         self.graph = graph
-        self.derived = derived
         self.froms: list[FromClause] = []
         self.conds: list[ColumnElement[bool]] = []
         self.subject: dict[str, ColumnElement[Any]] = {}  # var -> a term id column
         self.object: dict[str, tuple[FromClause, bool]] = {}  # var -> (alias, is facts)
-        self.satisfiable = True
 
     def source(
         self, pred: int, table: Table | None, n: int
@@ -222,7 +220,7 @@ def _rule_select(
 ) -> Select[Any] | None:
     """SELECT DISTINCT of the head tuples of ``rule``; positive atom ``delta_at`` reads DELTA,
     derived predicates read ALL, the others the graph's facts. None when it cannot match."""
-    body = _Body(graph, derived)
+    body = _Body(graph)
     positives = [a for a in rule.body if not a.negated]
     for n, atom in enumerate(positives):
         if atom.pred is None:
@@ -431,22 +429,21 @@ def evaluate(
     ctx.conn.execute(insert(ALL).from_select(list(_TUPLE), seed))
     rounds = 0
     for stratum_rules, predicates, recursive in strata:
-        for rule in stratum_rules:
-            built = _rule_select(rule, graph, derived, None)
-            if built is not None:
-                _insert_new(ctx, built)
-        rounds += 1
-        added = _promote_new(ctx)
-        while recursive and added:
-            for rule in stratum_rules:
-                positives = [a for a in rule.body if not a.negated]
-                for n, atom in enumerate(positives):
-                    if atom.pred in predicates:
-                        built = _rule_select(rule, graph, derived, n)
-                        if built is not None:
-                            _insert_new(ctx, built)
+        # the first round reads full relations; each later one, a recursive atom from DELTA
+        variants: list[tuple[CompiledRule, int | None]] = [(rule, None) for rule in stratum_rules]
+        while variants:
+            for rule, delta_at in variants:
+                built = _rule_select(rule, graph, derived, delta_at)
+                if built is not None:
+                    _insert_new(ctx, built)
             rounds += 1
             added = _promote_new(ctx)
+            variants = [
+                (rule, n)
+                for rule in stratum_rules
+                for n, atom in enumerate(a for a in rule.body if not a.negated)
+                if recursive and added and atom.pred in predicates
+            ]
     for rule in rules:
         built = _rule_select(rule, graph, derived, None)
         if built is None:

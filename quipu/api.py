@@ -85,6 +85,7 @@ class KnowledgeBase:
         labels: LabelsSettings | None = None,
         archive_dir: str | None = None,
         events: EventsSettings | None = None,
+        reactive: bool = False,
     ) -> None:
         # Query budgets (DM §13.3): None or 0 is unlimited, as in settings.search. Checked before
         # the store opens, so a bad one leaves nothing open.
@@ -136,7 +137,9 @@ class KnowledgeBase:
         # Graph analytics: node-link view, projections and their algorithms, report, impact.
         self.analytics = Analytics(db)
         # Datalog rules to fixpoint, derivations in the premise graph's companion (quipu_reason).
-        self.reasoning = Reasoner(db, base_ns)
+        # With [quipu.reasoning] reactive, every committed write is followed by the maintenance
+        # of the stored rules' derivations over the graphs it changed.
+        self.reasoning = Reasoner(db, base_ns, reactive=reactive)
         # Event feeds: pages, consumer cursors, change pages, subscriptions, retention.
         self.feeds = Feeds(db, events)
 
@@ -202,6 +205,7 @@ class KnowledgeBase:
             labels=settings.labels,
             archive_dir=settings.graphs.archive_dir,
             events=settings.events,
+            reactive=settings.reasoning.reactive,
         )
 
     # -- reads with a shape of their own ------------------------------------------------------

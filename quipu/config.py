@@ -155,6 +155,12 @@ class LogicSettings(_Section):
     project: str | None = None  # the folder whose .zpm/ is used; None: discover from the cwd
 
 
+class ReasoningSettings(_Section):
+    """The Datalog reasoner (docs/reasoning.md)."""
+
+    reactive: bool = False  # maintain the stored rules' derivations right after every write
+
+
 class LabelsSettings(_Section):
     """Label floors (tools-graphs-governance §1.3): unset keys mean no label work at all. A
     floor refuses a read whose graphs fall below it; it is not access control."""
@@ -192,6 +198,7 @@ class Settings(BaseSettings):
     mcp: McpSettings = McpSettings()
     shacl: ShaclSettings = ShaclSettings()
     logic: LogicSettings = LogicSettings()
+    reasoning: ReasoningSettings = ReasoningSettings()
     labels: LabelsSettings = LabelsSettings()
     graphs: GraphsSettings = GraphsSettings()
     events: EventsSettings = EventsSettings()

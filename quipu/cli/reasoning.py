@@ -3,6 +3,10 @@
 
 With no ``--rules``, the rules stored with the shapes are used, as the route does [designed
 here: the original's CLI read its repository's ``shapes/aegis-rules.ttl`` by default].
+
+``--reactive`` maintains instead of rebuilding: when the companion already holds these rules'
+output as of an earlier premise transaction, only the changes since are propagated, and the
+report says ``"mode": "incremental"`` (docs/reasoning.md, "Maintenance").
 """
 
 from __future__ import annotations
@@ -31,11 +35,18 @@ def reason(
     timestamp: Annotated[
         str | None, typer.Option("--timestamp", metavar="TIME", help="time of the derivations (default: now)")
     ] = None,
+    reactive: Annotated[
+        bool, typer.Option("--reactive", help="propagate only the premise changes since the last run")
+    ] = False,
     db: DbOption = None,
     config: ConfigOption = None,
 ) -> None:
     """Evaluate rules over a graph; derivations go to its companion inferred graph."""
     text = read_text(rules, "--rules", what="rules") if rules is not None else None
     with open_store(db, config) as kb:
-        report = kb.reasoning.reason(rules=text, prefix=prefix, graph=graph, timestamp=timestamp)
-        emit(report.as_json())
+        run = kb.reasoning.maintain if reactive else kb.reasoning.reason
+        report = run(rules=text, prefix=prefix, graph=graph, timestamp=timestamp)
+        body = report.as_json()
+        if reactive:
+            body["mode"] = report.mode
+        emit(body)

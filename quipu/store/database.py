@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +17,7 @@ from sqlalchemy.pool import StaticPool
 from quipu.errors import ConfigError, QuipuError, StorageError, WriteRefused
 from quipu.identity import Authenticated
 from quipu.store.archive_mounts import Archives
-from quipu.store.context import WriteContext, head_tx
+from quipu.store.context import TxInfo, WriteContext, head_tx
 from quipu.store.dialect import Dialect, PostgresDialect, SqliteDialect, SqliteTuning
 from quipu.store.events import SeenTerms, emit, record_refusal
 from quipu.store.graph_labels import LabelFloor
@@ -121,6 +121,8 @@ class Database:
         self.backend = backend
         self.memory = backend.memory
         self._write_lock = threading.RLock()
+        # Called with a committed write's transactions, after its commit (reactive reasoning).
+        self.committed_listeners: list[Callable[[tuple[TxInfo, ...]], None]] = []
         # Reads that may run for seconds: the SQLite checkpointer drains them before emptying the log.
         self.long_reads = LongReads()
         check_location(location)
@@ -269,6 +271,9 @@ class Database:
             self.terms.remember(ctx.pending_terms)
             self.schema_terms_seen.update(ctx.schema_terms)
         self.dialect.after_commit()
+        if ctx.transactions:  # post-commit work (DM write path step 6), outside the writer lock
+            for listener in self.committed_listeners:
+                listener(tuple(ctx.transactions))
 
     @contextmanager
     def read(self, *, long: bool = False) -> Iterator[Connection]:

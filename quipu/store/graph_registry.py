@@ -159,6 +159,13 @@ def is_reserved(iri: str) -> bool:
     return iri in (ROOT_IRI, META_IRI)
 
 
+def next_tx(conn: Connection, graph: int, *, after: int) -> int:
+    """The first transaction after ``after`` that wrote ``graph`` (0 when none has)."""
+    t = transactions.c
+    found = conn.execute(select(func.min(t.id)).where(t.graph == graph, t.id > after)).scalar()
+    return int(found or 0)
+
+
 def head_of(conn: Connection, graph: int) -> int:
     """The latest transaction that wrote ``graph`` (0 when none has)."""
     found = conn.execute(select(func.max(transactions.c.id)).where(transactions.c.graph == graph)).scalar()

@@ -16,7 +16,7 @@ any other [beyond the original, whose rules saw reference triples only].
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -53,7 +53,7 @@ from sqlalchemy.sql import FromClause, Select
 
 from quipu.store import values
 from quipu.store.context import WriteContext
-from quipu.store.schema import facts
+from quipu.store.schema import OP_ASSERT, facts, transactions
 from quipu.store.stage import TEMP_TABLES
 from quipu.store.views import primary, visible
 
@@ -101,7 +101,7 @@ class CompiledRule:
 _meta = MetaData()
 
 
-def _tuples(name: str, *extra: Column[Any]) -> Table:
+def tuples(name: str, *extra: Column[Any]) -> Table:
     return Table(
         name,
         _meta,
@@ -115,10 +115,12 @@ def _tuples(name: str, *extra: Column[Any]) -> Table:
     )
 
 
-ALL = _tuples("quipu_rule_all")
-DELTA = _tuples("quipu_rule_delta")
-NEW = _tuples("quipu_rule_new")
-OUT = _tuples("quipu_rule_out", Column("r", Integer))
+ALL = tuples("quipu_rule_all")
+DELTA = tuples("quipu_rule_delta")
+NEW = tuples("quipu_rule_new")
+OUT = tuples("quipu_rule_out", Column("r", Integer))
+# Maintenance (``rule_maintain``): the companion claims overdeleted so far, by claim id and rule.
+DROPPED = tuples("quipu_rule_dropped", Column("id", BigInteger), Column("r", Integer), Column("k", Integer))
 _TABLES = (ALL, DELTA, NEW, OUT)
 # Probes by subject and by object value, and the duplicate checks by the whole tuple.
 _INDEXES = [
@@ -128,29 +130,74 @@ _INDEXES = [
 ] + [Index("ix_quipu_rule_out_r", OUT.c.r, OUT.c.s, OUT.c.v)]
 _CREATED = "quipu_rule_tables"
 
-_TUPLE = ("p", "s", "v", "v_ref", "v_num")
+TUPLE = ("p", "s", "v", "v_ref", "v_num")
 
 
-def prepare_tables(ctx: WriteContext) -> None:
-    """Create (once per connection) and empty the temporary tables."""
+def ensure_tables(ctx: WriteContext, key: str, tables: Sequence[Table], indexes: Sequence[Index]) -> None:
+    """Create ``tables`` (once per connection, remembered under ``key``) and empty them."""
     conn = ctx.conn
     # The set ``stage.forget_temp_tables`` clears after a rollback, which drops these too.
     created: set[str] = conn.info.setdefault(TEMP_TABLES, set())
-    if _CREATED not in created:
-        for table in _TABLES:
+    if key not in created:
+        for table in tables:
             conn.execute(CreateTable(table, if_not_exists=True))
-        for index in _INDEXES:
+        for index in indexes:
             conn.execute(CreateIndex(index, if_not_exists=True))
-        created.add(_CREATED)
-    for table in _TABLES:
+        created.add(key)
+    for table in tables:
         conn.execute(delete(table))
+
+
+def prepare_tables(ctx: WriteContext) -> None:
+    """Create (once per connection) and empty the evaluator's temporary tables."""
+    ensure_tables(ctx, _CREATED, _TABLES, _INDEXES)
+
+
+@dataclass(frozen=True)
+class Facts:
+    """Where an atom that reads stored facts reads them from.
+
+    A full run reads the premise graph's current statements only. Maintenance (``rule_maintain``)
+    reads a relation as it is materialised: the premise graph plus the companion's claims written
+    by the rule set's own rules (``rule_sources``: an OWL materialisation or another rule set in
+    the same companion is no premise), either now or as it stood at transaction ``as_of``, and
+    can leave out the claims it has marked as overdeleted (``dropped``)."""
+
+    premise: int
+    companion: int | None = None
+    rule_sources: tuple[str, ...] = ()
+    as_of: int | None = None
+    dropped: bool = False
+
+    def conds(self, f: FromClause, pred: int | ColumnElement[Any]) -> list[ColumnElement[bool]]:
+        c = f.c
+        out: list[ColumnElement[bool]] = [c.a == pred]
+        if self.as_of is None:
+            out.append(visible(f, None, None))
+            if not self.dropped:  # the primary claim may be a dropped one, and another rule's live
+                out.append(primary(f))
+        else:  # live at as_of: asserted by then, and neither retracted by then nor expiring
+            out += [
+                c.op == OP_ASSERT,
+                c.tx <= self.as_of,
+                or_(c.valid_to.is_(None), c.retracted_tx > self.as_of),
+            ]
+        if self.companion is None:
+            out.append(c.g == self.premise)
+        else:
+            t = transactions.c
+            ruled = exists().where(t.id == c.tx, t.source.in_(self.rule_sources))
+            out += [c.g.in_((self.premise, self.companion)), or_(c.g == self.premise, ruled)]
+        if self.dropped:
+            out.append(~exists().where(DROPPED.c.id == c.id))
+        return out
 
 
 class _Body:
     """The FROM items and conditions of one rule body, variables bound to their first place."""
 
-    def __init__(self, graph: int) -> None:
-        self.graph = graph
+    def __init__(self, reads: Facts) -> None:
+        self.reads = reads
         self.froms: list[FromClause] = []
         self.conds: list[ColumnElement[bool]] = []
         self.subject: dict[str, ColumnElement[Any]] = {}  # var -> a term id column
@@ -163,7 +210,7 @@ class _Body:
         None, from the graph's current facts, and the conditions that select the predicate."""
         if table is None:
             f = facts.alias(f"f{n}")
-            return f, True, [f.c.g == self.graph, f.c.a == pred, visible(f, None, None), primary(f)]
+            return f, True, self.reads.conds(f, pred)
         t = table.alias(f"t{n}")
         return t, False, [t.c.p == pred]
 
@@ -212,21 +259,31 @@ class _Body:
         return conds
 
 
-def _rule_select(
-    rule: CompiledRule,
-    graph: int,
-    derived: frozenset[int],
-    delta_at: int | None,
-) -> Select[Any] | None:
-    """SELECT DISTINCT of the head tuples of ``rule``; positive atom ``delta_at`` reads DELTA,
-    derived predicates read ALL, the others the graph's facts. None when it cannot match."""
-    body = _Body(graph)
+# Which temporary relation a body atom reads (None: stored facts); ``n`` is the atom's place
+# among the positive atoms, None for a negated one.
+Pick = Callable[[int | None, BodyAtom], Table | None]
+
+
+def heads(rule: CompiledRule, reads: Facts, pick: Pick, bound: Table | None = None) -> Select[Any] | None:
+    """SELECT DISTINCT of the head tuples of ``rule``, each body atom reading what ``pick``
+    says. With ``bound`` (a relation with a rule column ``r``), only head tuples listed there
+    for this rule: their values bind the head's variables before the body is joined, so a
+    re-derivation check costs the tuples checked, not the relation. None when it cannot match."""
+    body = _Body(reads)
+    if bound is not None:
+        b = bound.alias("b")
+        conds = body.match(
+            b, False, [b.c.r == rule.index, b.c.p == rule.head], BodyAtom(rule.head, rule.s, rule.o)
+        )
+        if conds is None:
+            return None
+        body.froms.append(b)
+        body.conds += conds
     positives = [a for a in rule.body if not a.negated]
     for n, atom in enumerate(positives):
         if atom.pred is None:
             return None
-        table = DELTA if n == delta_at else (ALL if atom.pred in derived else None)
-        alias, is_facts, base = body.source(atom.pred, table, n)
+        alias, is_facts, base = body.source(atom.pred, pick(n, atom), n)
         conds = body.match(alias, is_facts, base, atom)
         if conds is None:
             return None
@@ -235,7 +292,7 @@ def _rule_select(
     for n, atom in enumerate(a for a in rule.body if a.negated):
         if atom.pred is None:
             continue  # nothing to be absent from: the negation holds
-        alias, is_facts, base = body.source(atom.pred, ALL if atom.pred in derived else None, 100 + n)
+        alias, is_facts, base = body.source(atom.pred, pick(None, atom), 100 + n)
         conds = body.match(alias, is_facts, base, atom)
         if conds is None:
             continue
@@ -248,7 +305,7 @@ def _rule_select(
     if s_col is None:
         return None
     head_p = literal(rule.head, BigInteger)
-    selected = [c.label(name) for c, name in zip((head_p, s_col, *o_cols), _TUPLE, strict=True)]
+    selected = [c.label(name) for c, name in zip((head_p, s_col, *o_cols), TUPLE, strict=True)]
     return select(*selected).select_from(*body.froms).where(and_(true(), *body.conds)).distinct()
 
 
@@ -394,7 +451,7 @@ def _insert_new(ctx: WriteContext, query: Select[Any]) -> None:
         ~exists().where(ALL.c.p == q.c.p, ALL.c.s == q.c.s, ALL.c.v == q.c.v),
         ~exists().where(NEW.c.p == q.c.p, NEW.c.s == q.c.s, NEW.c.v == q.c.v),
     )
-    ctx.conn.execute(insert(NEW).from_select(list(_TUPLE), fresh))
+    ctx.conn.execute(insert(NEW).from_select(list(TUPLE), fresh))
 
 
 def _promote_new(ctx: WriteContext) -> int:
@@ -404,36 +461,44 @@ def _promote_new(ctx: WriteContext) -> int:
     # Counted, not read from the INSERT's rowcount: psycopg reports -1 for these.
     moved = int(conn.execute(select(func.count()).select_from(NEW)).scalar() or 0)
     if moved:
-        conn.execute(insert(DELTA).from_select(list(_TUPLE), select(*NEW.c)))
-        conn.execute(insert(ALL).from_select(list(_TUPLE), select(*NEW.c)))
+        conn.execute(insert(DELTA).from_select(list(TUPLE), select(*NEW.c)))
+        conn.execute(insert(ALL).from_select(list(TUPLE), select(*NEW.c)))
         conn.execute(delete(NEW))
     return moved
 
 
 def evaluate(
     ctx: WriteContext,
-    graph: int,
+    reads: Facts,
     strata: Sequence[tuple[Sequence[CompiledRule], frozenset[int], bool]],
     rules: Sequence[CompiledRule],
 ) -> int:
-    """Run ``strata`` (rules, the stratum's predicate ids, recursive) over ``graph``'s current
-    facts, then project every rule into OUT. Returns the number of rounds run."""
+    """Run ``strata`` (rules, the stratum's predicate ids, recursive) over the facts ``reads``
+    names, then project every rule into OUT. The heads of ``rules`` are evaluated here, from the
+    premise graph's own statements of them; any other predicate is read as stored. Returns the
+    number of rounds run."""
     prepare_tables(ctx)
     derived = frozenset(r.head for r in rules)
     seed = select(facts.c.a, facts.c.e, facts.c.v, facts.c.v_ref, facts.c.v_num).where(
-        facts.c.g == graph,
+        facts.c.g == reads.premise,
         facts.c.a.in_(sorted(derived)),
         visible(facts, None, None),
         primary(facts),
     )
-    ctx.conn.execute(insert(ALL).from_select(list(_TUPLE), seed))
+    ctx.conn.execute(insert(ALL).from_select(list(TUPLE), seed))
+
+    def pick(delta_at: int | None) -> Pick:
+        return lambda n, atom: (
+            DELTA if n is not None and n == delta_at else (ALL if atom.pred in derived else None)
+        )
+
     rounds = 0
     for stratum_rules, predicates, recursive in strata:
         # the first round reads full relations; each later one, a recursive atom from DELTA
         variants: list[tuple[CompiledRule, int | None]] = [(rule, None) for rule in stratum_rules]
         while variants:
             for rule, delta_at in variants:
-                built = _rule_select(rule, graph, derived, delta_at)
+                built = heads(rule, reads, pick(delta_at))
                 if built is not None:
                     _insert_new(ctx, built)
             rounds += 1
@@ -445,11 +510,11 @@ def evaluate(
                 if recursive and added and atom.pred in predicates
             ]
     for rule in rules:
-        built = _rule_select(rule, graph, derived, None)
+        built = heads(rule, reads, pick(None))
         if built is None:
             continue
         q = built.subquery("q")
-        ctx.conn.execute(insert(OUT).from_select(["r", *_TUPLE], select(literal(rule.index, Integer), *q.c)))
+        ctx.conn.execute(insert(OUT).from_select(["r", *TUPLE], select(literal(rule.index, Integer), *q.c)))
     return rounds
 
 

@@ -54,3 +54,18 @@ def test_reason_refuses_with_status_2_and_writes_nothing(db: str, tmp_path: Path
     assert missing.exit_code == 2 and "no rules" in missing.stderr
     with quipu.open(db) as kb:
         assert kb.transactions(limit=None) == before
+
+
+def test_reactive_propagates_only_the_changes_since_the_last_run(db: str, tmp_path: Path) -> None:
+    rules = tmp_path / "rules.ttl"
+    rules.write_text(RULES, encoding="utf-8")
+    args = ["reason", "--reactive", "--rules", str(rules), "--prefix", EX, "--db", db]
+    first = json.loads(CliRunner().invoke(app, args).stdout)
+    assert (first["mode"], first["asserted"]) == ("full", 3)  # no earlier run to start from
+    with quipu.open(db) as kb:
+        kb.knot(f"<{EX}c> <{EX}dep> <{EX}d> .", "nt")
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.stderr
+    second = json.loads(result.stdout)
+    assert (second["mode"], second["asserted"], second["retracted"]) == ("incremental", 3, 0)
+    assert second["per_rule"] == [{"rule": "base", "asserted": 1}, {"rule": "step", "asserted": 2}]

@@ -139,7 +139,7 @@ class KnowledgeBase:
         # Datalog rules to fixpoint, derivations in the premise graph's companion (quipu_reason).
         # With [quipu.reasoning] reactive, every committed write is followed by the maintenance
         # of the stored rules' derivations over the graphs it changed.
-        self.reasoning = Reasoner(db, base_ns, reactive=reactive)
+        self.reasoning = Reasoner(db, base_ns, reactive=reactive, timeout_ms=timeout_ms)
         # Event feeds: pages, consumer cursors, change pages, subscriptions, retention.
         self.feeds = Feeds(db, events)
 

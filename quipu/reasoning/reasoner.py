@@ -61,12 +61,15 @@ def _has_rules(turtle: list[str]) -> bool:
 class Reasoner:
     """The reasoning family's service: rules from the request or from the stored shapes."""
 
-    def __init__(self, db: Database, base_ns: str, *, reactive: bool = False) -> None:
+    def __init__(
+        self, db: Database, base_ns: str, *, reactive: bool = False, timeout_ms: int | None = None
+    ) -> None:
         self.db = db
         if reactive:  # [quipu.reasoning] reactive: maintain derivations right after each write
             db.committed_listeners.append(self.committed)
         self.base_ns = base_ns  # bare names resolve here last [designed here; docs/reasoning.md]
-        self.rule_query = partial(rule_query, db)  # quipu_rule_query: a read, no state of its own
+        # quipu_rule_query: a read under the query deadline, no state of its own
+        self.rule_query = partial(rule_query, db, timeout_ms=timeout_ms)
 
     def stored_rules(self) -> list[str]:
         """The Turtle of the stored shape sets, where rules live beside shapes (``POST /shapes``)."""

@@ -11,6 +11,9 @@ and ``grants_authority`` is always false (rule 3).
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from contextlib import nullcontext
 from typing import Any
 
 from quipu.errors import InvalidField, MissingField, QueryTimeout, StorageError, UnknownField, UnknownGraph
@@ -31,6 +34,7 @@ JUDGED_BY = QUIPU + "judgedBy"
 DISTINCT_FROM = QUIPU + "distinctFrom"
 _BELNAP = {(True, False): "true", (False, True): "false", (True, True): "both", (False, False): "neither"}
 _ANSWER = {"true": "SUPPORTED", "false": "REFUTED", "both": "BOTH", "neither": "NEITHER"}
+clock = time.monotonic  # the deadline's clock (a test moves it)
 _DISPOSITIONS = {values.string("supported"): "supported", values.string("refuted"): "refuted"}
 
 
@@ -57,7 +61,10 @@ def rule_query(
     valid_at: str | None = None,
     tx: int | None = None,
     max_evidence: int = 10,
+    timeout_ms: int | None = None,
 ) -> dict[str, Any]:
+    """``timeout_ms`` is the query deadline (``search.query_timeout_ms``; None or 0: none): a
+    read past it answers UNKNOWN, as any read that cannot be complete does (rule 4)."""
     subject, predicate, obj = _claim(claim)
     if isinstance(max_evidence, bool) or not isinstance(max_evidence, int) or not 1 <= max_evidence <= 100:
         raise InvalidField("'max_evidence' must be an integer from 1 to 100", field="max_evidence")
@@ -70,10 +77,27 @@ def rule_query(
             raise UnknownGraph(f"unknown graph <{graph_iri}>", field="graph")
     if tx is not None and db.archives.mounted:  # rule 4: the packs hold other transactions' rows
         return _unknown("a transaction-time read is incomplete while archive packs are mounted", read_point)
+    at = clock() + timeout_ms / 1000 if timeout_ms else None
+
+    def in_time() -> None:  # between statements; the database stops a statement past it
+        if at is not None and clock() > at:
+            raise QueryTimeout(f"the rule query ran past its deadline of {timeout_ms} ms")
+
+    late = QueryTimeout(f"the rule query ran past its deadline of {timeout_ms} ms")
     try:
-        with db.read() as conn:
+        with db.read() as conn, db.dialect.deadline(conn, at, late) if at else nullcontext():
             return _answer(
-                db, conn, view, gid, graph_iri, subject, predicate, obj, include_inferred, max_evidence
+                db,
+                conn,
+                view,
+                gid,
+                graph_iri,
+                subject,
+                predicate,
+                obj,
+                include_inferred,
+                max_evidence,
+                in_time,
             ) | {"read_point": read_point}
     except (QueryTimeout, StorageError) as exc:  # rule 4: never a definite answer from a partial read
         return _unknown(str(exc), read_point)
@@ -105,6 +129,7 @@ def _answer(
     obj: values.ValueInput,
     include_inferred: bool,
     cap: int,
+    in_time: Callable[[], None],
 ) -> dict[str, Any]:
     names = [
         subject,
@@ -119,6 +144,7 @@ def _answer(
     names += [RDF + x for x in ("type", "subject", "predicate", "object")]
     if obj.iri is not None:
         names.append(obj.iri)
+    in_time()
     ids = db.terms.lookup(conn, names)  # never interns (rule 6): an unknown IRI has no evidence
     companion = ids.get(companion_iri(graph_iri)) if include_inferred else None
     # the label floor, as every read applies it to the graphs it reads (a refusal, not UNKNOWN)
@@ -135,13 +161,16 @@ def _answer(
         if companion is not None:
             scope.append(companion)
             graph_names[companion] = companion_iri(graph_iri)
+        in_time()
         for c in claim_reads.claims(conn, view.with_graphs(scope), s, p, o):
             kind = "inferred" if c.graph != gid else "asserted"
             positive.append(_item(c, graph_names) | {"valid_from": c.valid_from, "kind": kind})
         rdf = {x: ids[RDF + x] for x in ("type", "subject", "predicate", "object") if RDF + x in ids}
+        in_time()
         if len(rdf) == 4 and NEGATED in ids:
             for node, c in claim_reads.reified(conn, own, ids[NEGATED], rdf, s, p, o):
                 negative.append(_item(c, graph_names) | {"node": node})
+        in_time()
         if len(rdf) == 4 and JUDGMENT in ids:
             judgments = _judgments(conn, own, ids, rdf, s, p, o)
     # owl:sameAs is refuted by quipu:distinctFrom either way, even if sameAs was never written
@@ -150,6 +179,7 @@ def _answer(
         for a, b in ((s, other), (other, s)):
             for c in claim_reads.claims(conn, own, a, ids[DISTINCT_FROM], values.ref(b)):
                 negative.append(_item(c, graph_names) | {"node": None})
+    in_time()
     wanted = {n["node"] for n in negative if n["node"] is not None} | {j["node"] for j in judgments}
     wanted |= {j["_judge"] for j in judgments if j["_judge"] is not None}
     iris = db.terms.iris(conn, wanted) if wanted else {}

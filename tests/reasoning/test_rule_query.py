@@ -3,6 +3,7 @@ route and its MCP tool."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from quipu.config import load_settings
 from quipu.errors import InvalidField, StorageError, UnknownGraph
 from quipu.mcp.dispatch import Dispatcher
 from quipu.mcp.registry import build_registry
+from quipu.reasoning import rule_query as rule_query_module
 from quipu.rest.app import create_app
 from quipu.store import claim_reads
 from tests.backends import store_location
@@ -117,6 +119,20 @@ def test_rule_4_an_incomplete_read_answers_unknown(
     assert unknown["answer"] == "UNKNOWN" and unknown["belnap"] is None and unknown["complete"] is False
     assert unknown["unknown_reason"] == "the store could not complete the request"
     assert unknown["positive"]["found"] is False and unknown["grants_authority"] is False
+
+
+def test_rule_4_a_read_past_the_query_deadline_answers_unknown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ticks = itertools.count(0.0, 1.0)  # each look at the clock is one second later
+    monkeypatch.setattr(rule_query_module, "clock", lambda: next(ticks))
+    with quipu.open(store_location(tmp_path, "late.db"), base_ns=EX, query_timeout_ms=2500) as kb:
+        kb.knot(PREFIXES + ':svc :tier "gold" .')
+        late = ask(kb)
+        assert (late["answer"], late["complete"]) == ("UNKNOWN", False)
+        assert late["unknown_reason"] == "the rule query ran past its deadline of 2500 ms"
+        monkeypatch.setattr(rule_query_module, "clock", lambda: 0.0)  # a clock that stands still
+        assert ask(kb)["answer"] == "SUPPORTED"
 
 
 def test_rule_5_the_cap_shortens_the_lists_only(kb: KnowledgeBase) -> None:

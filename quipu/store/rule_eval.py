@@ -366,7 +366,6 @@ class _Side:
     ref: ColumnElement[Any] | None
 
 
-_STRING_TAG = bytes([values.TAG_STR])
 _ORDER = {"<": "__lt__", "<=": "__le__", ">": "__gt__", ">=": "__ge__"}
 
 
@@ -388,8 +387,8 @@ def _side(slot: Slot, body: _Body) -> _Side:
 def _test(test: Test, body: _Body) -> ColumnElement[bool]:
     """The SQL truth of a comparison [designed here, docs/reasoning.md]: ``=`` is numeric
     equality between numbers and term identity otherwise, ``!=`` its negation; the orderings
-    compare numbers by value and simple strings by code point, and are false for anything else.
-    Plain SQL on the stored encodings, so no value is decoded in Python."""
+    are SPARQL's, and false where SPARQL's would be a type error. Numbers compare on their
+    stored shadows in plain SQL; other values through ``q_cmp``."""
     a, b = _side(test.left, body), _side(test.right, body)
     cond: ColumnElement[bool]
     if test.op in ("=", "!="):
@@ -402,15 +401,20 @@ def _test(test: Test, body: _Body) -> ColumnElement[bool]:
             cond = a.v == b.v
         if test.op == "!=":
             cond = ~cond
+    elif a.v is None or b.v is None:  # a reference has no order
+        cond = false()
     else:
         compare = _ORDER[test.op]
-        parts: list[ColumnElement[bool]] = []
-        if a.num is not None and b.num is not None:
-            parts.append(and_(a.num.is_not(None), b.num.is_not(None), getattr(a.num, compare)(b.num)))
-        if a.v is not None and b.v is not None:
-            strings = and_(func.substr(a.v, 1, 1) == _STRING_TAG, func.substr(b.v, 1, 1) == _STRING_TAG)
-            parts.append(and_(strings, getattr(a.v, compare)(b.v)))
-        cond = or_(*parts) if parts else false()
+        # SPARQL's own ordering (``q_cmp``, as the query compiler uses it): numbers by value,
+        # simple strings by code point, booleans, and dates and times of one datatype by
+        # instant; anything else (a reference, a language-tagged string, mixed types) is a type
+        # error, which is false here
+        ordered = func.coalesce(getattr(func.q_cmp(a.v, b.v, type_=Integer), compare)(0), false())
+        if a.num is not None and b.num is not None:  # two numbers compare on their shadows
+            both = and_(a.num.is_not(None), b.num.is_not(None))
+            cond = case((both, getattr(a.num, compare)(b.num)), else_=ordered)
+        else:
+            cond = ordered
     return ~cond if test.negated else cond
 
 

@@ -385,6 +385,30 @@ def test_comparisons_filter_by_typed_value(kb: KnowledgeBase) -> None:
     assert all(o == yes for _s, p, o in got if p in ("adult", "forty", "young", "early"))
 
 
+def test_dates_compare_by_instant_and_language_strings_do_not_order(kb: KnowledgeBase) -> None:
+    # [designed here] the orderings are SPARQL's: dateTimes of one datatype by instant (the
+    # offsets differ here), and a language-tagged string has no order, so < is false and
+    # "not <" true
+    xsd = "http://www.w3.org/2001/XMLSchema#"
+    when = {"a": "2026-01-05T10:00:00Z", "b": "2026-07-01T09:00:00+02:00", "c": "2026-07-01T08:30:00Z"}
+    kb.knot(
+        "".join(f'<{EX}{k}> <{EX}at> "{v}"^^<{xsd}dateTime> .\n' for k, v in when.items())
+        + f'<{EX}a> <{EX}label> "alpha"@en .\n<{EX}b> <{EX}label> "beta" .\n',
+        format="nt",
+    )
+    cutoff = f'\\"2026-07-01T07:15:00Z\\"^^<{xsd}dateTime>'
+    rules = rule_doc(
+        ("before", "before(?x, yes)", f"at(?x, ?t), ?t < {cutoff}"),
+        ("ordered", "ordered(?x, yes)", 'label(?x, ?l), ?l < \\"zzz\\"'),
+        ("unordered", "unordered(?x, yes)", 'label(?x, ?l), not ?l < \\"zzz\\"'),
+    )
+    kb.reasoning.reason(rules=rules)
+    got = derived(kb)
+    assert {s for s, p, _o in got if p == "before"} == {"a", "b"}  # b is 07:00Z
+    assert {s for s, p, _o in got if p == "ordered"} == {"b"}
+    assert {s for s, p, _o in got if p == "unordered"} == {"a"}
+
+
 def test_aggregates_group_by_the_head_subject(kb: KnowledgeBase) -> None:
     # [designed here] count(?v): distinct values per group; sum, min, max: over the literal
     # values of the body's distinct solutions, typed as SPARQL types them.

@@ -25,7 +25,7 @@ from quipu.shacl import registry as shape_registry
 from quipu.store import graph_registry, graph_scope, writes
 from quipu.store.context import TxInfo
 from quipu.store.database import Database
-from quipu.store.schema import ROOT_IRI
+from quipu.store.schema import ROOT, ROOT_IRI
 
 RULE_CLASS = "quipu.local/rule#"
 
@@ -89,17 +89,28 @@ class Reasoner:
         since are propagated (``mode: "incremental"``); otherwise a full run."""
         return self._reason(rules, prefix, graph, timestamp, auth, incremental=True)
 
-    def committed(self, txs: Sequence[TxInfo]) -> None:
+    def committed(self, txs: Sequence[TxInfo], advisories: Sequence[str] = ()) -> None:
         """The reactive hook (``[quipu.reasoning] reactive``), run right after a write commits, in
         its own write transaction: each premise graph the write changed is maintained with the
-        stored rules. ROOT always; a named graph once ``reason`` has given it a companion. The
-        write has committed, so a failure here is logged, never raised."""
+        stored rules. ROOT always; a named graph once ``reason`` has given it a companion. A
+        change of the stored shapes (where rules live) maintains every such graph at once, so
+        new rules take effect without a restart (shapes rule 6). The write has committed, so a
+        failure here is logged, never raised."""
         graphs = {tx.graph for tx in txs if not _derived(tx.source)}
+        if any(kind.startswith("shapes.") for kind in advisories):
+            graphs |= self._reasoned_graphs()
         for g in sorted(graphs):
             try:
                 self._react(g)
             except Exception:
                 log.exception("reactive reasoning failed after a write to graph %s", g)
+
+    def _reasoned_graphs(self) -> set[int]:
+        """ROOT, and every committed graph whose companion exists."""
+        with self.db.read() as conn:
+            found = graph_registry.records(conn)
+        iris = {r.iri for r in found}
+        return {ROOT} | {r.g for r in found if r.cls == "committed" and writes.companion_iri(r.iri) in iris}
 
     def _react(self, g: int) -> None:
         rules = self.stored_rules()

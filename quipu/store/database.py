@@ -121,8 +121,9 @@ class Database:
         self.backend = backend
         self.memory = backend.memory
         self._write_lock = threading.RLock()
-        # Called with a committed write's transactions, after its commit (reactive reasoning).
-        self.committed_listeners: list[Callable[[tuple[TxInfo, ...]], None]] = []
+        # Called after a write commits with its transactions and the types of its advisory
+        # events (``shapes.loaded``, …): reactive reasoning.
+        self.committed_listeners: list[Callable[[tuple[TxInfo, ...], tuple[str, ...]], None]] = []
         # Reads that may run for seconds: the SQLite checkpointer drains them before emptying the log.
         self.long_reads = LongReads()
         check_location(location)
@@ -271,9 +272,10 @@ class Database:
             self.terms.remember(ctx.pending_terms)
             self.schema_terms_seen.update(ctx.schema_terms)
         self.dialect.after_commit()
-        if ctx.transactions:  # post-commit work (DM write path step 6), outside the writer lock
+        if ctx.transactions or ctx.advisories:  # post-commit work (DM write path step 6),
+            kinds = tuple(event.type for event in ctx.advisories)  # outside the writer lock
             for listener in self.committed_listeners:
-                listener(tuple(ctx.transactions))
+                listener(tuple(ctx.transactions), kinds)
 
     @contextmanager
     def read(self, *, long: bool = False) -> Iterator[Connection]:

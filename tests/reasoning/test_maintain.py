@@ -307,3 +307,17 @@ def _sources(kb: KnowledgeBase) -> list[tuple[str, str]]:
     with kb.db.read() as conn:
         rows: list[Any] = list(conn.exec_driver_sql("SELECT source, actor FROM transactions ORDER BY id"))
     return [(str(s), str(a)) for s, a in rows]
+
+
+def test_loading_rules_takes_effect_at_once_and_removing_them_stops_maintenance(
+    reactive: KnowledgeBase,
+) -> None:
+    # shapes rule 6: the reactive rule set is reloaded from the stored shapes, no restart
+    kb = reactive
+    kb.knot(nt({("a", "dep", "b"), ("b", "dep", "c")}), format="nt")
+    assert not _reach(kb)
+    kb.load_shapes("rules", CLOSURE)
+    assert _reach(kb) == {("a", "reach", "b"), ("b", "reach", "c"), ("a", "reach", "c")}
+    kb.remove_shapes("rules")
+    kb.knot(nt({("c", "dep", "d")}), format="nt")
+    assert ("c", "reach", "d") not in _reach(kb)  # no stored rules: nothing is maintained

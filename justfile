@@ -13,6 +13,10 @@ serve *args:
 test *args:
     QUIPU_UV={{uv}} sh scripts/test.sh {{args}}
 
+# The owl extra's job alone (run by `test` too): OWL tests and the registry pins in .venv-owl
+test-owl *args:
+    QUIPU_UV={{uv}} sh scripts/test-owl.sh {{args}}
+
 # MCP: `just mcp test` runs the protocol-level acceptance suite over HTTP and stdio (pytest args after it)
 mcp action *args:
     @if [ "{{action}}" != "test" ]; then echo "just mcp: unknown action '{{action}}' (known: test)" >&2; exit 2; fi

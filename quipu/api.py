@@ -21,9 +21,11 @@ from quipu.config import (
     EmbeddingSettings,
     EventsSettings,
     LabelsSettings,
+    OwlSettings,
     ResolutionSettings,
     SearchSettings,
     Settings,
+    owl_installed,
 )
 from quipu.documents import export as documents_export
 from quipu.documents.knot import knot
@@ -35,6 +37,7 @@ from quipu.governance import proposals
 from quipu.graphs.analytics import Analytics
 from quipu.graphs.questions import Questions
 from quipu.graphs.service import Graphs
+from quipu.owl.service import Owl
 from quipu.reasoning.reasoner import Reasoner
 from quipu.search.service import Search
 from quipu.shacl import gate, registry
@@ -85,6 +88,7 @@ class KnowledgeBase:
         labels: LabelsSettings | None = None,
         archive_dir: str | None = None,
         events: EventsSettings | None = None,
+        owl: OwlSettings | None = None,
         reactive: bool = False,
     ) -> None:
         # Query budgets (DM §13.3): None or 0 is unlimited, as in settings.search. Checked before
@@ -140,6 +144,14 @@ class KnowledgeBase:
         # With [quipu.reasoning] reactive, every committed write is followed by the maintenance
         # of the stored rules' derivations over the graphs it changed.
         self.reasoning = Reasoner(db, base_ns, reactive=reactive, timeout_ms=timeout_ms)
+        # The owl extra: stored ontologies, materialisation, explain and the OWL write gate.
+        self.owl = Owl(
+            db,
+            installed=owl_installed(),
+            settings=owl or OwlSettings(),
+            stored_rules=self.reasoning.stored_rules,
+            base_ns=base_ns,
+        )
         # Event feeds: pages, consumer cursors, change pages, subscriptions, retention.
         self.feeds = Feeds(db, events)
 
@@ -205,6 +217,7 @@ class KnowledgeBase:
             labels=settings.labels,
             archive_dir=settings.graphs.archive_dir,
             events=settings.events,
+            owl=settings.owl,
             reactive=settings.reasoning.reactive,
         )
 

@@ -10,6 +10,7 @@ and a test checks that each documented key exists here and is read by the code.
 
 from __future__ import annotations
 
+import importlib.util
 from contextvars import ContextVar
 from typing import Any, Literal
 
@@ -17,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from quipu.config_files import config_tables
-from quipu.defaults import DEFAULT_PORT
+from quipu.defaults import DEFAULT_PORT, OWL_REASONER
 from quipu.errors import ConfigError
 
 # The --config flag for the Settings being built right now (sources are classmethods).
@@ -149,6 +150,20 @@ class ShaclSettings(_Section):
     validate_on_write: bool = False  # stored shape sets gate episode writes (tools-core §3.4)
 
 
+class OwlSettings(_Section):
+    """The owl extra (docs/owl.md); without it these keys are accepted and have no effect."""
+
+    # the OWL write gate (owl:disjointWith, owl:FunctionalProperty) on ROOT writes; None: on
+    # exactly when the extra is installed
+    validate_on_write: bool | None = None
+    reactive_materialize: bool = False  # re-materialise right after a relevant committed ROOT write
+
+
+def owl_installed() -> bool:
+    """Whether the ``owl`` extra is installed: its reasoner is found, and not imported."""
+    return importlib.util.find_spec(OWL_REASONER) is not None
+
+
 class LogicSettings(_Section):
     """The zpm-compatible logic memory (``/logic/<tool>``)."""
 
@@ -198,6 +213,7 @@ class Settings(BaseSettings):
     mcp: McpSettings = McpSettings()
     shacl: ShaclSettings = ShaclSettings()
     logic: LogicSettings = LogicSettings()
+    owl: OwlSettings = OwlSettings()
     reasoning: ReasoningSettings = ReasoningSettings()
     labels: LabelsSettings = LabelsSettings()
     graphs: GraphsSettings = GraphsSettings()

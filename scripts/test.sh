@@ -13,6 +13,8 @@
 # - Arguments go to both pytest runs. With none, the PostgreSQL half runs PG_SUITE: everything
 #   but the logic memory's own tests, which never open a quad store (its REST routes are in
 #   tests/rest and run on both).
+# - With none, the owl extra's job follows the SQLite half (scripts/test-owl.sh): the OWL tests
+#   and the tool registry's pins in a virtualenv of their own with the extra, on both backends.
 set -u
 cd "$(dirname "$0")/.."
 UV=${QUIPU_UV:-uv}
@@ -73,6 +75,13 @@ echo "== the suite on SQLite" >&2
 $UV run pytest $PARALLEL "$@"
 sqlite_status=$?
 
+# The owl extra's job, in its own virtualenv (scripts/test-owl.sh): with the full suite only.
+owl_status=0
+if [ $# -eq 0 ]; then
+    QUIPU_UV=$UV sh scripts/test-owl.sh "$pg_url"
+    owl_status=$?
+fi
+
 pg_status=0
 if [ -n "$pg_pid" ]; then
     wait "$pg_pid"
@@ -84,5 +93,8 @@ fi
 
 if [ $sqlite_status -ne 0 ]; then
     exit $sqlite_status
+fi
+if [ $owl_status -ne 0 ]; then
+    exit $owl_status
 fi
 exit $pg_status

@@ -65,6 +65,7 @@ LAYERS: Final[tuple[tuple[str, frozenset[str]], ...]] = (
                 "sharing",
                 "reasoning",
                 "events",
+                "owl",
             }
         ),
     ),

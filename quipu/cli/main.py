@@ -24,6 +24,7 @@ from quipu.cli import (
     ingest,
     keyword_search,
     models,
+    owl,
     reasoning,
     search,
     service,
@@ -55,6 +56,8 @@ app.add_typer(analytics.app)  # project, report, impact
 app.add_typer(reasoning.app)  # reason: Datalog rules to fixpoint
 app.add_typer(question_verbs)  # ask, cooccurrence
 app.add_typer(queries_group, name="queries")  # load, list, get, remove
+app.add_typer(owl.group, name="ontology")  # load, list, remove, materialize (the owl extra)
+app.add_typer(owl.app)  # explain: why a fact holds (the owl extra)
 app.add_typer(changes.app)  # changes: one page of the change feed
 app.add_typer(events.group, name="events")  # read, commit, refusals
 app.add_typer(tools.app, name="tool")  # list, call: every MCP tool as a command

@@ -1,7 +1,8 @@
 """The tool registry: every MCP tool is one REST route, described once (tools-core §0.1, §0.5).
 
 The manifest (``manifest.toml``, package data) names all 79 tools with their toolset, route and
-description. A tool is served exactly when its route exists in the REST app's route table; its
+description. A tool is served exactly when its route exists in the REST app's route table (and,
+for the owl extra's two, when the extra is installed); its
 input schema is taken from the app's own OpenAPI document (the route's request model or query
 parameters), never written a second time, and its annotations follow the route's class.
 """
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Final
 
+from quipu.config import owl_installed
 from quipu.errors import ConfigError
 from quipu.rest import route_table
 
@@ -106,6 +108,12 @@ class Registry:
         return Registry(kept, self.missing)
 
 
+def _installed(extra: str) -> bool:
+    """An extra's tools are served only where it is installed: the owl routes exist in every
+    install (they answer a feature error without it), their tools do not (§8)."""
+    return extra == "owl" and owl_installed()
+
+
 def build_registry(openapi: Mapping[str, Any], manifest: list[ManifestEntry] | None = None) -> Registry:
     """Tools for every manifest entry whose route the app serves, schemas from its OpenAPI."""
     entries = manifest if manifest is not None else load_manifest()
@@ -115,7 +123,7 @@ def build_registry(openapi: Mapping[str, Any], manifest: list[ManifestEntry] | N
     for entry in entries:
         cls = route_table.ROUTES.get((entry.method, entry.path))
         operation = openapi.get("paths", {}).get(entry.path, {}).get(entry.method.lower())
-        if cls is None or operation is None:
+        if cls is None or operation is None or (entry.extra and not _installed(entry.extra)):
             missing.append(entry)
             continue
         schema, body = _input_schema(operation, components)

@@ -23,6 +23,7 @@ serving, and descriptor 0 at the null device, so nothing the tools run can touch
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import os
@@ -34,6 +35,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO, Final
 
+from quipu.defaults import OWL_REASONER
 from quipu.mcp import handshake
 
 if TYPE_CHECKING:
@@ -144,7 +146,7 @@ class _Front:
             self.replay.append(line)
             self.answered_id = request_id
             return {"jsonrpc": "2.0", "id": request_id, "result": result}
-        if method == "tools/list" and self.version is not None and _no_cursor(params):
+        if method == "tools/list" and self.version is not None and _no_cursor(params) and not _owl_extra():
             toolsets, read_only = self._narrowing()
             tools = self._data.tool_list(self.version, toolsets, read_only)
             return {"jsonrpc": "2.0", "id": request_id, "result": {"tools": tools}}
@@ -158,6 +160,12 @@ class _Front:
                 known = (mcp.toolsets, mcp.read_only_tools)
             self._known = known
         return self._known
+
+
+def _owl_extra() -> bool:
+    """The cached tools are a default install's: with the owl extra the live server lists two
+    more, so it answers tools/list itself (a standard-library probe, the extra is not imported)."""
+    return importlib.util.find_spec(OWL_REASONER) is not None
 
 
 def _no_cursor(params: Any) -> bool:

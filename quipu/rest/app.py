@@ -40,6 +40,7 @@ from quipu.rest.routers import (
     graphs,
     logic,
     lookup,
+    owl,
     proposals,
     query,
     questions,
@@ -166,6 +167,7 @@ def create_app(settings: Settings, extensions: Sequence[Extension] = (), *, deli
             events,
             changes,
             reasoning,
+            owl,
         )
     )
     for router in routers:

@@ -38,6 +38,7 @@ ROUTES: Final[dict[tuple[str, str], RouteClass]] = {
     ("POST", "/validate"): READ,
     ("POST", "/proposals"): READ,
     ("POST", "/rule/query"): READ,  # tools-core §1.2: evidence is only read
+    ("POST", "/explain"): READ,  # tools-graphs-governance §8.2 (the owl extra; 400 without it)
     # finding entities by name (tools-search §5.8-§5.10): heavy-lane reads that commit nothing
     ("POST", "/resolve"): READ,
     ("POST", "/spotlight"): READ,
@@ -95,6 +96,7 @@ ROUTES: Final[dict[tuple[str, str], RouteClass]] = {
     ("POST", "/knot/stage"): WRITE,
     ("POST", "/knot/promote"): WRITE,
     ("POST", "/propose"): WRITE,
+    ("POST", "/ontology"): WRITE,  # §8.1: every action, list included (the owl extra)
     ("POST", "/proposal/accept"): WRITE,
     ("POST", "/proposal/reject"): WRITE,
     ("POST", "/embed_backfill"): WRITE,  # vectors are persisted (tools-search §0.2)

@@ -12,7 +12,7 @@ import pyoxigraph as ox
 from rdflib import BNode, Graph, Literal, URIRef
 from rdflib.term import Node
 
-from quipu.errors import RdfParseError
+from quipu.errors import InvalidField, RdfParseError
 from quipu.rdfio.parse import read_quads
 
 
@@ -44,3 +44,11 @@ def parse_graph(data: bytes, fmt: str = "turtle", base_iri: str | None = None) -
     for prefix, namespace in prefixes.items():
         graph.bind(prefix, URIRef(namespace), override=True, replace=True)
     return graph
+
+
+def parse_field(text: str, field: str, *, problem: str, reason: str) -> Graph:
+    """A request field's Turtle; 400 ``reason`` naming ``field`` and the ``problem`` otherwise."""
+    try:
+        return parse_graph(text.encode("utf-8"))
+    except RdfParseError as exc:
+        raise InvalidField(f"'{field}' {problem}: {exc.message}", field=field, reason=reason) from None

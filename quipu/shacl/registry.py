@@ -22,13 +22,14 @@ from rdflib.term import Node
 from sqlalchemy import ColumnElement, Connection, and_, insert, or_, select, update
 
 from quipu import times
-from quipu.errors import InvalidField, MissingField, NotFound, RdfParseError
+from quipu.errors import InvalidField, MissingField, NotFound
 from quipu.rdfio.curie import EMPTY, PrefixMap
-from quipu.shacl.rdf import parse_graph
+from quipu.shacl.rdf import parse_field
 from quipu.shacl.validate import normalise_shapes, prepare
 from quipu.store.context import QueuedEvent, WriteContext
 from quipu.store.database import Database
 from quipu.store.schema import shapes as shapes_table
+from quipu.store.versions import refuse_going_back
 
 # Shapes annotated with this predicate and the literal "emit" report but do not gate writes.
 QUIPU_NS = "https://quipu.dev/ontology/"
@@ -73,12 +74,7 @@ def parse_shapes(turtle: str, field: str = "shapes") -> Graph:
 
 @lru_cache(maxsize=64)
 def _parse_shapes(turtle: str, field: str) -> Graph:
-    try:
-        graph = parse_graph(turtle.encode("utf-8"))
-    except RdfParseError as exc:
-        raise InvalidField(
-            f"'{field}' do not parse as Turtle: {exc.message}", field=field, reason="invalid_shapes"
-        ) from None
+    graph = parse_field(turtle, field, problem="do not parse as Turtle", reason="invalid_shapes")
     probe = Graph(bind_namespaces="none")
     for triple in graph:  # pyshacl adds axioms to a shapes graph it loads: probe a copy
         probe.add(triple)
@@ -249,15 +245,7 @@ def _within(db: Database, ctx: WriteContext | None) -> Iterator[WriteContext]:
 
 
 def _refuse_going_back(conn: Connection, name: str, ts: str) -> None:
-    """A version cannot end before it began: a load or removal must not predate the open one."""
-    c = shapes_table.c
-    start = conn.execute(select(c.valid_from).where(c.name == name, c.valid_to.is_(None))).scalar()
-    if start is not None and ts < start:
-        raise InvalidField(
-            f"'timestamp' {ts} is before the open version of shape set '{name}' ({start}); "
-            "versions only move forward",
-            field="timestamp",
-        )
+    refuse_going_back(conn, shapes_table, name, ts, "shape set")
 
 
 def load(

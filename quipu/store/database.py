@@ -143,6 +143,9 @@ class Database:
         self.terms = TermDictionary()
         # [quipu.labels]: set by the composition root; None reads with no label work at all.
         self.label_floor: LabelFloor | None = None
+        # In-transaction gates over what a write staged (DM §12 step 5: the OWL constraints), run
+        # after its statements and before its events; raising refuses and rolls back the write.
+        self.staged_checks: list[Callable[[WriteContext], None]] = []
         self.schema_terms_seen: SeenTerms = set()
         # Frozen graphs' archive packs, attached to every reader connection (archive_mounts.py).
         self.archives = Archives(enabled=backend.kind == "sqlite" and not backend.memory)
@@ -262,6 +265,9 @@ class Database:
                 with conn.begin():
                     self.dialect.begin_write(conn)
                     yield ctx
+                    if ctx.transactions:
+                        for check in self.staged_checks:
+                            check(ctx)
                     if ctx.transactions or ctx.advisories:
                         emit(ctx, self.terms, self.schema_terms_seen)
             except BaseException as exc:

@@ -29,7 +29,7 @@ metadata = MetaData()
 
 # The newest Alembic revision (migrations/versions): a store already there opens without loading
 # Alembic at all. tests/test_migrations.py keeps it equal to the scripts' head.
-SCHEMA_REVISION: Final = "0010"
+SCHEMA_REVISION: Final = "0011"
 
 # A rowid alias on SQLite (auto-assigned), a plain BIGINT on PostgreSQL.
 ID = BigInteger().with_variant(Integer, "sqlite")
@@ -252,6 +252,21 @@ shapes = Table(
     Column("tx", BigInteger),  # watermark (latest committed transaction) when the version opened
     Column("closed_tx", BigInteger),  # the same when it closed [designed here]
     Index("ix_shapes_name_open", "name", "valid_to"),
+)
+
+# Revision 11: stored OWL ontologies (tools-graphs-governance §8.1 OL-1), versioned by name exactly
+# as the shape sets are: a load closes the open version, a removal closes it, nothing is deleted.
+ontologies = Table(
+    "ontologies",
+    metadata,
+    Column("name", Text, primary_key=True),
+    Column("valid_from", Text, primary_key=True),
+    Column("turtle", Text, nullable=False),
+    Column("loaded_at", Text, nullable=False),
+    Column("valid_to", Text),
+    Column("tx", BigInteger),  # watermark (latest committed transaction) when the version opened
+    Column("closed_tx", BigInteger),  # the same when it closed
+    Index("ix_ontologies_name_open", "name", "valid_to"),
 )
 
 # Revision 5: the semantic event log (DM §11.1). AUTOINCREMENT: an offset is never reused,

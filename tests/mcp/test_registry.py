@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
@@ -11,7 +12,7 @@ import jsonschema
 import pytest
 from mcp.shared.tool_name_validation import validate_tool_name
 
-from quipu.config import load_settings
+from quipu.config import load_settings, owl_installed
 from quipu.errors import ConfigError
 from quipu.mcp.registry import (
     FORM,
@@ -114,7 +115,8 @@ def test_the_writes_served_today_are_destructive(registry: Registry) -> None:
 
 def test_served_set_is_the_manifest_entries_whose_route_exists(registry: Registry) -> None:
     manifest = load_manifest()
-    routed = [e.name for e in manifest if (e.method, e.path) in route_table.ROUTES]
+    installed = {"": True, "owl": owl_installed()}
+    routed = [e.name for e in manifest if (e.method, e.path) in route_table.ROUTES and installed[e.extra]]
     assert list(registry.tools) == routed  # manifest order
     assert [e.name for e in registry.missing] == [e.name for e in manifest if e.name not in routed]
     assert "quipu_version" in registry.tools
@@ -157,7 +159,19 @@ def test_no_served_tool_comes_from_a_manifest_entry_without_a_route(registry: Re
     for spec in registry:
         assert (spec.method, spec.path) in route_table.ROUTES, spec.name
     for entry in registry.missing:
-        assert (entry.method, entry.path) not in route_table.ROUTES, entry.name
+        assert (entry.method, entry.path) not in route_table.ROUTES or entry.extra, entry.name
+
+
+def test_the_owl_tools_are_served_exactly_with_the_extra(registry: Registry) -> None:
+    # Their routes exist in every install (a feature error without the extra, tools-graphs-governance
+    # §8); the tools do not. The CI job with the extra sets QUIPU_REQUIRE_OWL (./dev test-owl).
+    assert {("POST", "/ontology"), ("POST", "/explain")} <= set(route_table.ROUTES)
+    served = OWL_TOOLS & set(registry.tools)
+    if os.environ.get("QUIPU_REQUIRE_OWL"):
+        assert owl_installed(), "QUIPU_REQUIRE_OWL is set but the owl extra is not installed"
+    assert served == (OWL_TOOLS if owl_installed() else frozenset())
+    owl_missing = {e.name for e in registry.missing if e.extra == "owl"}
+    assert owl_missing == OWL_TOOLS - served
 
 
 def test_a_route_missing_from_the_openapi_document_is_not_served(openapi: dict[str, Any]) -> None:

@@ -20,11 +20,13 @@ from rdflib.term import Node
 from quipu.config import (
     EmbeddingSettings,
     EventsSettings,
+    GovernanceSettings,
     LabelsSettings,
     OwlSettings,
     ResolutionSettings,
     SearchSettings,
     Settings,
+    WorkflowSettings,
     owl_installed,
 )
 from quipu.documents import export as documents_export
@@ -34,6 +36,9 @@ from quipu.episodes import write as episode_write
 from quipu.episodes.iris import DEFAULT_BASE_NS
 from quipu.events.service import Feeds
 from quipu.governance import proposals
+from quipu.governance.golden_paths import GoldenPaths
+from quipu.governance.service import Governance
+from quipu.governance.workflow import Workflow
 from quipu.graphs.analytics import Analytics
 from quipu.graphs.questions import Questions
 from quipu.graphs.service import Graphs
@@ -90,6 +95,8 @@ class KnowledgeBase:
         events: EventsSettings | None = None,
         owl: OwlSettings | None = None,
         reactive: bool = False,
+        governance: GovernanceSettings | None = None,
+        workflow: WorkflowSettings | None = None,
     ) -> None:
         # Query budgets (DM §13.3): None or 0 is unlimited, as in settings.search. Checked before
         # the store opens, so a bad one leaves nothing open.
@@ -152,6 +159,8 @@ class KnowledgeBase:
             stored_rules=self.reasoning.stored_rules,
             base_ns=base_ns,
         )
+        # Golden paths: the provenance cone and the backtest of trajectories (gp-grammar/1).
+        self.golden_paths = GoldenPaths(db, base_ns)
         # Event feeds: pages, consumer cursors, change pages, subscriptions, retention.
         self.feeds = Feeds(db, events)
 
@@ -176,6 +185,17 @@ class KnowledgeBase:
         )
         # Named questions (ask, stored queries, co-occurrence) run through query_result's budgets.
         self.questions = Questions(db, self.query_result)
+        # Governance: policy verdicts, verdict verification, the verifier registry (all reads).
+        rules, flow = governance or GovernanceSettings(), workflow or WorkflowSettings()
+        self.governance = Governance(
+            db,
+            self.query_result,
+            signing_key_file=rules.signing_key_file,
+            hardware_verdict_schemes=rules.hardware_verdict_schemes,
+            workflow=Workflow(
+                db, enforce=flow.enforce_direct_updates, scope=flow.scope, verifier=flow.verifier
+            ),
+        )
         self.export_result = partial(
             documents_export.export,
             db,
@@ -219,6 +239,8 @@ class KnowledgeBase:
             events=settings.events,
             owl=settings.owl,
             reactive=settings.reasoning.reactive,
+            governance=settings.governance,
+            workflow=settings.workflow,
         )
 
     # -- reads with a shape of their own ------------------------------------------------------

@@ -170,6 +170,21 @@ class LogicSettings(_Section):
     project: str | None = None  # the folder whose .zpm/ is used; None: discover from the cwd
 
 
+class GovernanceSettings(_Section):
+    """Policy verdicts and their verification (docs/governance.md)."""
+
+    signing_key_file: str | None = None  # the server's Ed25519 key (mode 600); None: unsigned
+    hardware_verdict_schemes: bool = False  # verify WebAuthn and SSHSIG verdicts too
+
+
+class WorkflowSettings(_Section):
+    """The direct-workflow guard on /update (tools-core §3.10 rule 9; docs/governance.md)."""
+
+    enforce_direct_updates: bool = False
+    scope: list[str] = []  # predicate IRIs an update may change only with a workflow signature
+    verifier: str = "workflow"  # the verifier registration whose key signs guarded updates
+
+
 class ReasoningSettings(_Section):
     """The Datalog reasoner (docs/reasoning.md)."""
 
@@ -212,9 +227,11 @@ class Settings(BaseSettings):
     vector: VectorSettings = VectorSettings()
     mcp: McpSettings = McpSettings()
     shacl: ShaclSettings = ShaclSettings()
-    logic: LogicSettings = LogicSettings()
     owl: OwlSettings = OwlSettings()
+    logic: LogicSettings = LogicSettings()
     reasoning: ReasoningSettings = ReasoningSettings()
+    governance: GovernanceSettings = GovernanceSettings()
+    workflow: WorkflowSettings = WorkflowSettings()
     labels: LabelsSettings = LabelsSettings()
     graphs: GraphsSettings = GraphsSettings()
     events: EventsSettings = EventsSettings()

@@ -2,8 +2,8 @@
 
 Layers, lowest first; a module may import its own package and anything in a lower layer:
 
-    foundation   errors, times, identity, config (and the plain config_files and defaults it
-                 builds on), version (imported by every layer)
+    foundation   errors, times, identity, config (and the plain config_files, defaults and
+                 secret_files it builds on), version (imported by every layer)
     store        the bitemporal quad store: imports nothing above it
     core         rdfio, shacl, sparql (they may import one another, without a cycle)
     domain       documents, episodes, uploads, governance, logic, and the families to come
@@ -46,7 +46,17 @@ LAYERS: Final[tuple[tuple[str, frozenset[str]], ...]] = (
     (
         "foundation",
         frozenset(
-            {"errors", "times", "identity", "config", "config_files", "defaults", "version", "_build_info"}
+            {
+                "errors",
+                "times",
+                "identity",
+                "config",
+                "config_files",
+                "defaults",
+                "secret_files",
+                "version",
+                "_build_info",
+            }
         ),
     ),
     ("store", frozenset({"store"})),

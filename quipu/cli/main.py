@@ -19,6 +19,7 @@ from quipu.cli import (
     changes,
     data,
     events,
+    golden_paths,
     governance,
     graphs,
     ingest,
@@ -53,11 +54,12 @@ app.add_typer(shapes.group, name="shapes")
 app.add_typer(governance.group, name="propose")
 app.add_typer(graphs.group, name="graph")  # list, create, label, freeze, thaw, view
 app.add_typer(analytics.app)  # project, report, impact
+app.add_typer(golden_paths.group, name="path")  # cone, backtest: golden paths over trajectories
 app.add_typer(reasoning.app)  # reason: Datalog rules to fixpoint
-app.add_typer(question_verbs)  # ask, cooccurrence
-app.add_typer(queries_group, name="queries")  # load, list, get, remove
 app.add_typer(owl.group, name="ontology")  # load, list, remove, materialize (the owl extra)
 app.add_typer(owl.app)  # explain: why a fact holds (the owl extra)
+app.add_typer(question_verbs)  # ask, cooccurrence
+app.add_typer(queries_group, name="queries")  # load, list, get, remove
 app.add_typer(changes.app)  # changes: one page of the change feed
 app.add_typer(events.group, name="events")  # read, commit, refusals
 app.add_typer(tools.app, name="tool")  # list, call: every MCP tool as a command

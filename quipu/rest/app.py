@@ -37,6 +37,8 @@ from quipu.rest.routers import (
     changes,
     episodes,
     events,
+    golden_paths,
+    governance,
     graphs,
     logic,
     lookup,
@@ -168,6 +170,8 @@ def create_app(settings: Settings, extensions: Sequence[Extension] = (), *, deli
             changes,
             reasoning,
             owl,
+            governance,
+            golden_paths,
         )
     )
     for router in routers:

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import os
 import secrets
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +22,7 @@ from quipu.config import NamedCredential, ServerSettings
 from quipu.errors import ConfigError, ReadOnly, Unauthorized
 from quipu.identity import SHARED, Authenticated
 from quipu.rest.route_table import READ, WRITE_REASONS, route_class
+from quipu.secret_files import read_private
 
 MAX_TOKEN_FILE = 4096  # bytes
 OPEN_READS = frozenset({"/health"})  # served without a credential whatever read_auth says
@@ -60,20 +59,10 @@ def _parse_hash(text: str, principal: str) -> tuple[bytes, bytes]:
 
 def read_token_file(path_text: str, what: str) -> str:
     """A private, regular, small file holding one token (surrounding whitespace trimmed)."""
-    path = Path(path_text).expanduser()
-    try:
-        info = path.stat()
-    except OSError as exc:
-        raise ConfigError(f"{what}: cannot read token file {path}: {exc.strerror}") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise ConfigError(f"{what}: token file {path} is not a regular file")
-    if info.st_size > MAX_TOKEN_FILE:
-        raise ConfigError(f"{what}: token file {path} is larger than {MAX_TOKEN_FILE} bytes")
-    if os.name == "posix" and stat.S_IMODE(info.st_mode) not in (0o600, 0o400):
-        mode = oct(stat.S_IMODE(info.st_mode))[2:]
-        raise ConfigError(f"{what}: token file {path} must be private: mode 600 or 400, not {mode}")
-    token = path.read_text(encoding="utf-8").strip()
+    data = read_private(path_text, what, kind="token file", max_bytes=MAX_TOKEN_FILE)
+    token = data.decode("utf-8").strip()
     if len(token) < MIN_TOKEN:
+        path = Path(path_text).expanduser()
         raise ConfigError(f"{what}: the token in {path} is shorter than {MIN_TOKEN} characters")
     return token
 

@@ -38,6 +38,10 @@ ROUTES: Final[dict[tuple[str, str], RouteClass]] = {
     ("POST", "/validate"): READ,
     ("POST", "/proposals"): READ,
     ("POST", "/rule/query"): READ,  # tools-core §1.2: evidence is only read
+    ("POST", "/policy/check"): READ,  # tools-graphs-governance §5.1: PC-5, the check never writes
+    ("POST", "/verdict/verify"): READ,  # §5.2
+    ("POST", "/verifier/authorized"): READ,  # §5.3
+    ("GET", "/workflow/capabilities"): READ,  # tools-core §4.4: open, and it grants nothing
     ("POST", "/explain"): READ,  # tools-graphs-governance §8.2 (the owl extra; 400 without it)
     # finding entities by name (tools-search §5.8-§5.10): heavy-lane reads that commit nothing
     ("POST", "/resolve"): READ,
@@ -57,6 +61,9 @@ ROUTES: Final[dict[tuple[str, str], RouteClass]] = {
     # named questions (tools-search §5.16, §5.17): they read the stored registry, never write it
     ("POST", "/ask"): READ,
     ("POST", "/cooccurrence"): READ,
+    # golden paths (tools-graphs-governance §6.1, §6.2): the cone and the backtest read ROOT only
+    ("POST", "/path/cone"): READ,
+    ("POST", "/path/backtest"): READ,
     # graph analytics (tools-search §5.13, §5.15): the node-link view and the report
     ("POST", "/graph"): READ,
     ("GET", "/report"): READ,
@@ -88,6 +95,7 @@ ROUTES: Final[dict[tuple[str, str], RouteClass]] = {
     ("POST", "/set"): WRITE,
     ("POST", "/update"): WRITE,
     ("POST", "/reason"): WRITE,  # tools-core §3.11: derivations are written
+    ("POST", "/ontology"): WRITE,  # §8.1: every action, list included (the owl extra)
     ("POST", "/shapes"): WRITE,
     ("POST", "/retract/source"): WRITE,
     ("POST", "/episode"): WRITE,
@@ -96,7 +104,6 @@ ROUTES: Final[dict[tuple[str, str], RouteClass]] = {
     ("POST", "/knot/stage"): WRITE,
     ("POST", "/knot/promote"): WRITE,
     ("POST", "/propose"): WRITE,
-    ("POST", "/ontology"): WRITE,  # §8.1: every action, list included (the owl extra)
     ("POST", "/proposal/accept"): WRITE,
     ("POST", "/proposal/reject"): WRITE,
     ("POST", "/embed_backfill"): WRITE,  # vectors are persisted (tools-search §0.2)
@@ -169,6 +176,9 @@ LANES: Final[dict[tuple[str, str], Lane | None]] = {
     ("GET", "/graphs"): POINT,  # the registry: a few rows
     ("GET", "/events"): POINT,  # an index range of the event log
     ("POST", "/rule/query"): POINT,  # a few index probes about one statement
+    ("POST", "/verdict/verify"): POINT,  # the verifier registry: a few rows
+    ("POST", "/verifier/authorized"): POINT,
+    ("GET", "/workflow/capabilities"): None,  # settings only: the store is not read
     ("GET", "/changes/stream"): None,  # each poll takes a heavy slot for its read only
     ("GET", "/events/stream"): None,  # each poll takes a point slot for its read only
     ("GET", "/health"): None,

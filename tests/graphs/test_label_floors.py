@@ -14,11 +14,14 @@ from quipu.api import KnowledgeBase
 from quipu.errors import ConfigError
 from quipu.store.graph_scope import LabelFloorRefused
 from tests.backends import migrated_location
+from tests.governance.path_fixtures import EX as PATH_EX
+from tests.governance.path_fixtures import MINIMAL
 from tests.rest.support import kb_of, serve
 
 from .support import EX, G1, G2, ROOT_IRI, T0, knot, ok
 
 CHAIN = EX + "chain"
+MINI = PATH_EX + "mini"
 FLOOR = {
     "min_freshness": "recomputing",
     "min_trust_rank": 20,
@@ -31,6 +34,12 @@ RULES = (
     f'<{EX}r> a rule:Rule ; rule:id "r" ; rule:head "q(?x, ?y)" ; rule:body "p(?x, ?y)" ; rule:prefix "{EX}" .'
 )
 GOOD = {"freshness": "fresh", "trust": {"iri": EX + "gold", "chain": CHAIN, "rank": 30}}
+
+
+def golden_path_read(client: TestClient, route: str, **body: Any) -> Any:
+    """A golden-path read of a verified trajectory (written first, so a passing read answers 200)."""
+    kb_of(client).knot(MINIMAL)
+    return client.post(route, json=body)
 
 
 @pytest.fixture
@@ -97,6 +106,25 @@ ROOT_READS: dict[str, Callable[[TestClient], Any]] = {
     "reason": lambda c: c.post("/reason", json={"rules": RULES}),
     "rule_query": lambda c: c.post(
         "/rule/query", json={"claim": {"subject": EX + "s", "predicate": EX + "p", "object": {"int": 1}}}
+    ),
+    # golden paths (issue 23): the cone and the backtest read ROOT's trajectories
+    "path_cone": lambda c: golden_path_read(c, "/path/cone", trajectory=MINI),
+    "path_backtest": lambda c: golden_path_read(c, "/path/backtest", exemplar=MINI),
+    # governance (issue 23): the policy's claim, and the verifier registry, live in ROOT
+    "policy_check": lambda c: c.post("/policy/check", json={"target": EX + "s", "claim": "ASK { ?s ?p ?o }"}),
+    "verdict_verify": lambda c: c.post(
+        "/verdict/verify",
+        json={
+            "predicate_id": "p",
+            "target_ref": EX + "s",
+            "outcome": "satisfied",
+            "evidence_hash": "fnv1a:0000000000000000",
+            "verifier": "ci",
+            "signature": "00" * 64,
+        },
+    ),
+    "verifier_authorized": lambda c: c.post(
+        "/verifier/authorized", json={"verifier": "ci", "predicate": "p"}
     ),
 }
 

@@ -363,7 +363,12 @@ def test_a_default_for_a_parameter_the_route_lacks_is_a_config_error(openapi: di
 
 def test_select_toolsets_keeps_only_those_toolsets(registry: Registry) -> None:
     service = registry.select(toolsets=["service"])
-    assert list(service.tools) == ["quipu_health", "quipu_stats", "quipu_version"]
+    assert list(service.tools) == [
+        "quipu_health",
+        "quipu_stats",
+        "quipu_version",
+        "quipu_workflow_capabilities",
+    ]
     both = registry.select(toolsets=["service", "data"])
     assert set(both.tools) == {s.name for s in registry if s.toolset in ("service", "data")}
     assert list(both.tools) == [n for n in registry.tools if n in both.tools]  # manifest order kept

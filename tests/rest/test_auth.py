@@ -30,6 +30,8 @@ from quipu.rest import route_table
 from quipu.rest.app import create_app
 from quipu.rest.auth import Credentials, bearer_token, hash_token
 from tests.backends import store_location
+from tests.governance.path_fixtures import EX as PATH_EX
+from tests.governance.path_fixtures import MINIMAL
 
 EX = "http://ex.org/"
 RDFS = "http://www.w3.org/2000/01/rdf-schema#"
@@ -251,6 +253,14 @@ def _impact(kb: KnowledgeBase) -> dict[str, Any]:
     return {"json": {"entity": f"{EX}svc", "remove": True}}
 
 
+def _golden_path(field: str) -> Sample:
+    def sample(kb: KnowledgeBase) -> dict[str, Any]:
+        kb.knot(MINIMAL)  # a verified trajectory with one step
+        return {"json": {field: PATH_EX + "mini"}}
+
+    return sample
+
+
 WRITES: dict[tuple[str, str], Sample] = {
     ("POST", "/knot"): lambda kb: {"json": {"turtle": f'<{EX}a> <{EX}b> "c" .'}},
     ("POST", "/shapes"): lambda kb: {"json": {"action": "list"}},
@@ -327,6 +337,18 @@ READS: dict[tuple[str, str], Sample] = {
         "json": {"claim": {"subject": f"{EX}s", "predicate": f"{EX}p", "object": "o"}}
     },
     ("POST", "/explain"): lambda kb: {"json": {"s": f"{EX}s", "p": f"{EX}p", "o": "one"}},
+    ("POST", "/policy/check"): lambda kb: {"json": {"target": f"{EX}s", "claim": "ASK { ?s ?p ?o }"}},
+    ("POST", "/verdict/verify"): lambda kb: {
+        "json": {
+            "predicate_id": "p",
+            "target_ref": f"{EX}s",
+            "outcome": "satisfied",
+            "evidence_hash": "fnv1a:0000000000000000",
+            "verifier": "ci",
+            "signature": "00" * 64,
+        }
+    },
+    ("POST", "/verifier/authorized"): lambda kb: {"json": {"verifier": "ci", "predicate": "p"}},
     ("POST", "/resolve"): lambda kb: {"json": {"name": "s"}},
     ("POST", "/spotlight"): lambda kb: {"json": {"text": "s and t"}},
     ("POST", "/reconcile"): lambda kb: {"json": {"queries": {"q0": {"query": "s"}}}},
@@ -354,6 +376,8 @@ READS: dict[tuple[str, str], Sample] = {
     ("GET", "/graphs"): lambda kb: {},
     ("POST", "/ask"): lambda kb: {"json": {"name": "entity_facts", "params": {"entity": f"{EX}s"}}},
     ("POST", "/cooccurrence"): lambda kb: {"json": {"work_item": f"{EX}w"}},
+    ("POST", "/path/cone"): _golden_path("trajectory"),
+    ("POST", "/path/backtest"): _golden_path("exemplar"),
     ("POST", "/overlay/compose"): _overlay_compose,
     ("POST", "/graph"): lambda kb: {"json": {"limit": 5}},
     ("GET", "/report"): lambda kb: {},
@@ -364,6 +388,7 @@ READS: dict[tuple[str, str], Sample] = {
     ("GET", "/changes/stream"): lambda kb: {"params": {"follow": "false"}},  # a replay that ends
     ("GET", "/events/stream"): lambda kb: {"params": {"follow": "false"}},
     ("GET", "/stats"): lambda kb: {},
+    ("GET", "/workflow/capabilities"): lambda kb: {},
     ("GET", "/health"): lambda kb: {},
     ("GET", "/version"): lambda kb: {},
     ("POST", "/validate"): lambda kb: {

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
 from quipu.errors import BadRequest, InvalidField, MissingField, UnsupportedMediaType
+from quipu.governance.workflow import HEADER as WORKFLOW_HEADER
 from quipu.rest.deps import AuthDep, KbDep
 from quipu.rest.fields import refuse_unknown
 from quipu.sparql.update import USING_GRAPH, USING_NAMED_GRAPH
@@ -151,5 +152,7 @@ async def sparql_update(request: Request, kb: KbDep, auth: AuthDep) -> dict[str,
         auth=auth,
         using_graphs=[value for key, value in pairs if key == USING_GRAPH],
         using_named_graphs=[value for key, value in pairs if key == USING_NAMED_GRAPH],
+        # rule 9: the direct-workflow guard, with the request's workflow signature if any
+        guard=kb.governance.workflow.guard(text, request.headers.get(WORKFLOW_HEADER)),
     )
     return result

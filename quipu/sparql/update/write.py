@@ -14,7 +14,7 @@ request has no such operation to scope.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -139,9 +139,17 @@ def _row(ids: Mapping[str, int], statement: Key) -> Row:
 
 
 def _write(
-    db: Database, ctx: WriteContext, state: State, *, actor: str | None, source: str
+    db: Database,
+    ctx: WriteContext,
+    state: State,
+    *,
+    actor: str | None,
+    source: str,
+    guard: Callable[[Collection[str]], None] | None = None,
 ) -> dict[str, Any]:
     plans = _plans(state)
+    if guard is not None:
+        guard({p for plan in plans for _s, p, _o in (*plan.inserts, *plan.deletes)})
     new_graphs = {p.key for p in plans if p.key is not None and p.inserts}
     new_graphs |= state.created
     new_graphs = {k for k in new_graphs if k is not None and state.gid(k) is None}
@@ -265,11 +273,14 @@ def run_update(
     auth: Authenticated | None = None,
     using_graphs: Sequence[str] = (),
     using_named_graphs: Sequence[str] = (),
+    guard: Callable[[Collection[str]], None] | None = None,
 ) -> dict[str, Any]:
     """Execute a SPARQL 1.1 Update request atomically (tools-core §3.10).
 
     ``using_graphs``/``using_named_graphs`` are the protocol's ``using-graph-uri`` and
-    ``using-named-graph-uri`` parameters. Returns ``{"tx", "asserted", "retracted", "graphs":
+    ``using-named-graph-uri`` parameters. ``guard`` (the workflow guard, rule 9) is called with
+    the predicates the update would insert or delete, before anything is written; it refuses by
+    raising. Returns ``{"tx", "asserted", "retracted", "graphs":
     [{"graph", "tx", "asserted", "retracted"}]}``; ``tx`` is None when nothing changed, and
     then no transaction was written.
     """
@@ -285,4 +296,4 @@ def run_update(
         request.number_anonymous(ops)
         for index, op in enumerate(ops):
             run(request, index, op)
-        return _write(db, ctx, request.state, actor=actor, source=source)
+        return _write(db, ctx, request.state, actor=actor, source=source, guard=guard)

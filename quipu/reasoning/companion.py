@@ -21,6 +21,9 @@ PLANE_SOURCE = "quipu:inferred-plane"
 SOURCE_KIND = "http://aegis.gastown.local/ontology/sourceKind"
 DERIVED_AS_OF = "http://quipu.local/graph#derivedAsOfTx"
 RULES_DIGEST = "http://quipu.local/graph#rulesDigest"
+# The premise head the rules' claims reflect. Not derivedAsOfTx: an OWL materialisation into
+# the same companion moves that one too, and maintenance must not skip changes it never saw.
+RULES_AS_OF = "http://quipu.local/graph#rulesAsOfTx"
 
 
 class RuleTxs:
@@ -68,16 +71,19 @@ def bookkeeping(
     ts: str,
 ) -> None:
     """DM §3 rule 4: ``sourceKind "inferred"`` once, and the single-valued notes ``derivedAsOfTx``
-    (the premise head the companion reflects) and ``rulesDigest`` (the rules it was derived by)."""
-    ids = db.terms.intern(ctx, (companion, SOURCE_KIND, DERIVED_AS_OF, RULES_DIGEST))
+    (the premise head the companion reflects), ``rulesAsOfTx`` (the head the rules' claims
+    reflect) and ``rulesDigest`` (the rules they were derived by)."""
+    ids = db.terms.intern(ctx, (companion, SOURCE_KIND, DERIVED_AS_OF, RULES_AS_OF, RULES_DIGEST))
     e = ids[companion]
     rows: list[Row] = []
     stale: list[int] = []
     if created:
         kind = values.string("inferred")
         rows.append((e, ids[SOURCE_KIND], kind, values.digest(kind), None, None))
+    head = values.literal(str(head_tx), values.XSD_INTEGER)
     for attr, note in (
-        (ids[DERIVED_AS_OF], values.literal(str(head_tx), values.XSD_INTEGER)),
+        (ids[DERIVED_AS_OF], head),
+        (ids[RULES_AS_OF], head),
         (ids[RULES_DIGEST], values.string(rules_digest)),
     ):
         current = writes.live_value(ctx, gid, e, attr)
@@ -94,11 +100,11 @@ def bookkeeping(
 
 
 def notes(db: Database, ctx: WriteContext, companion: str, gid: int) -> tuple[int | None, str | None]:
-    """The companion's ``derivedAsOfTx`` and ``rulesDigest``, where it has them."""
-    ids = db.terms.lookup_in(ctx, [companion, DERIVED_AS_OF, RULES_DIGEST])
+    """The companion's ``rulesAsOfTx`` and ``rulesDigest``, where it has them."""
+    ids = db.terms.lookup_in(ctx, [companion, RULES_AS_OF, RULES_DIGEST])
     if len(ids) < 3:
         return None, None
-    head = writes.live_value(ctx, gid, ids[companion], ids[DERIVED_AS_OF])
+    head = writes.live_value(ctx, gid, ids[companion], ids[RULES_AS_OF])
     kept = writes.live_value(ctx, gid, ids[companion], ids[RULES_DIGEST])
     since = None if head is None else int(values.decode(head).lexical)
     return since, None if kept is None else values.decode(kept).lexical

@@ -333,3 +333,22 @@ def test_loading_rules_takes_effect_at_once_and_removing_them_stops_maintenance(
     kb.remove_shapes("rules")
     kb.knot(nt({("c", "dep", "d")}), format="nt")
     assert ("c", "reach", "d") not in _reach(kb)  # no stored rules: nothing is maintained
+
+
+def test_another_writer_of_derived_as_of_does_not_hide_premise_changes(kb: KnowledgeBase) -> None:
+    # An OWL materialisation into ROOT's companion moves derivedAsOfTx to its own head;
+    # maintenance starts from the rules' own note (rulesAsOfTx), so it still sees the edge
+    # written in between.
+    from quipu.owl.materialise import _bookkeeping
+    from quipu.store import graph_registry
+
+    kb.knot(nt({("a", "dep", "b")}), format="nt")
+    kb.reasoning.maintain(rules=CLOSURE)
+    kb.knot(nt({("b", "dep", "c")}), format="nt")
+    with kb.db.write() as ctx:
+        gid = graph_registry.graph_id(kb.db, ctx.conn, INFERRED)
+        assert gid is not None
+        _bookkeeping(kb.db, ctx, gid, False, graph_registry.head_of(ctx.conn, 0), "2026-12-07T00:00:00Z")
+    report = kb.reasoning.maintain(rules=CLOSURE)
+    assert report.mode == "incremental" and report.asserted == 2  # base: b-c; step: a-c
+    assert _reach(kb) == {("a", "reach", "b"), ("b", "reach", "c"), ("a", "reach", "c")}

@@ -169,3 +169,28 @@ def test_the_path_is_refused_while_disabled(tmp_path: Path, device: Authenticato
     with quipu.open(store_location(tmp_path, "off.db")) as kb, refused as caught:
         verify(kb, device)
     assert caught.value.field == "scheme"
+
+
+def test_scheme_matching_is_strict_in_both_directions(kb: KnowledgeBase, device: Authenticator) -> None:
+    # VV-5: naming a hardware scheme never falls back to an ed25519 registration of the verifier
+    kb.knot(
+        f'<urn:reg:soft> a <{A}VerifierRegistration> ; <{A}verifier> "alice-key" ; '
+        f'<{A}publicKey> "{"ab" * 32}" ; <{A}attests> "{P}" .'
+    )
+    out = verify(kb, device)
+    assert out["trusted"] is False and out["verifier_registered"] is False
+    assert any(f"no registration declaring scheme {device.scheme}" in r for r in out["reasons"])
+
+
+def test_counters_are_read_at_the_same_witness(kb: KnowledgeBase, device: Authenticator) -> None:
+    # VV-6: a counter recorded after the verdict's recording does not count against it
+    register(kb, "urn:reg:alice", device, count=3)
+    assertion = device.assertion(SIGNED, counter=4)
+    kb.knot(f'<urn:verdict:7> <{A}signature> "{assertion["signature"]}" .')
+    kb.knot(f"<urn:reg:alice> <{A}signCount> 9 .")  # the recorder's later update
+    recorded = kb.governance.verdict_verify(
+        **VERDICT, scheme=device.scheme, verdict="urn:verdict:7", **assertion
+    )
+    assert recorded["trusted"] is True and recorded["as_of"]["basis"] == "recorded"
+    now = kb.governance.verdict_verify(**VERDICT, scheme=device.scheme, **assertion)
+    assert now["trusted"] is False  # now the recorded counter is 9: 4 looks like a clone

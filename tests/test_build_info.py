@@ -23,6 +23,7 @@ import pytest
 
 import hatch_build
 from quipu import version
+from quipu.config import owl_installed
 
 # Never reaches the backend under test: the PostgreSQL half skips it (tests/conftest.py).
 pytestmark = pytest.mark.backend_independent
@@ -248,5 +249,6 @@ def test_features_name_every_extra_with_whether_its_requirements_are_installed(
 
 def test_quipu_declares_its_extras() -> None:
     # `embedding` brings the packaged model (docs/search.md); the dev environment has it.
-    assert version.installed_features() == {"embedding": True}
-    assert metadata.metadata("quipu").get_all("Provides-Extra") == ["embedding"]
+    # `owl` (docs/owl.md) is installed only in the owl job's own virtualenv.
+    assert version.installed_features() == {"embedding": True, "owl": owl_installed()}
+    assert metadata.metadata("quipu").get_all("Provides-Extra") == ["embedding", "owl"]

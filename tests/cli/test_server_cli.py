@@ -30,7 +30,7 @@ import quipu
 from quipu.cli.main import app as quipu_cli
 from quipu.cli.server import base_url, is_loopback, parse_bind, warn_if_writes_open
 from quipu.cli.server import cli as server_cli
-from quipu.config import NamedCredential, ServerSettings, load_settings
+from quipu.config import NamedCredential, ServerSettings, load_settings, owl_installed
 from quipu.errors import ConfigError
 from quipu.rest.auth import Credentials
 from quipu.version import version_info
@@ -203,7 +203,8 @@ def test_health_and_version_over_real_http(scene: Scene) -> None:
     assert body == version_info()  # the same installation: the stamp made at build time
     assert body["version"] == quipu.__version__
     assert body["git_sha"] == "unknown" or len(body["git_sha"]) == 40
-    assert body["features"] == {"embedding": True}  # the packaged model, in the dev environment
+    # the packaged model, in the dev environment; the owl extra only in its own job's virtualenv
+    assert body["features"] == {"embedding": True, "owl": owl_installed()}
 
 
 def test_a_write_with_the_token_from_quipu_token_is_attributed(scene: Scene) -> None:

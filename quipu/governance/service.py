@@ -8,6 +8,7 @@ service is built, so a bad key refuses to start rather than failing the first ch
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from quipu.errors import InvalidField, MissingField, QueryError
@@ -27,7 +28,7 @@ class Governance:
     def __init__(
         self,
         db: Database,
-        query: Any,  # KnowledgeBase.query_result, under the store's query budgets
+        query: Callable[..., QueryResult],  # KnowledgeBase.query_result, under the query budgets
         *,
         signing_key_file: str | None = None,
         hardware_verdict_schemes: bool = False,

@@ -17,6 +17,7 @@ from rdflib.term import Node
 from quipu.owl.axioms import Axioms
 from quipu.owl.closure import Entailed, entail
 from quipu.owl.families import Triple, count
+from quipu.reasoning.companion import bookkeeping
 from quipu.store import graph_registry, graph_scope, owl_facts, rule_eval, values, writes
 from quipu.store.context import WriteContext
 from quipu.store.database import Database
@@ -27,9 +28,6 @@ from quipu.store.views import TemporalView
 
 ACTOR = "owl"
 SOURCE = "owl:materialize"
-PLANE_SOURCE = "quipu:inferred-plane"  # the companion's own bookkeeping (DM §3 rule 4)
-SOURCE_KIND = "http://aegis.gastown.local/ontology/sourceKind"
-DERIVED_AS_OF = "http://quipu.local/graph#derivedAsOfTx"
 COMPANION = writes.companion_iri(ROOT_IRI)
 
 
@@ -93,27 +91,7 @@ def materialise(
         if stale:
             retracted = writes.close_claims(ctx, tx, claim_ids=stale)
         writes.assert_rows(ctx, tx, [row for row, _f in new.values()], ts)
-    _bookkeeping(db, ctx, gid, created, head, ts)
+    bookkeeping(db, ctx, COMPANION, gid, created, head, ts)  # derivedAsOfTx; the rules' notes stay
     if retract_stale:
         counts["retracted"] = retracted
     return counts
-
-
-def _bookkeeping(db: Database, ctx: WriteContext, gid: int, created: bool, head: int, ts: str) -> None:
-    """The companion's ``sourceKind "inferred"`` on first use and its single-valued
-    ``derivedAsOfTx``: the ROOT head this materialisation reflected (DM §3 rule 4)."""
-    ids = db.terms.intern(ctx, (COMPANION, SOURCE_KIND, DERIVED_AS_OF))
-    e = ids[COMPANION]
-    note = values.literal(str(head), values.XSD_INTEGER)
-    current = writes.live_value(ctx, gid, e, ids[DERIVED_AS_OF])
-    rows: list[Row] = []
-    if created:
-        kind = values.string("inferred")
-        rows.append((e, ids[SOURCE_KIND], kind, values.digest(kind), None, None))
-    if current != note:
-        rows.append((e, ids[DERIVED_AS_OF], note, values.digest(note), None, values.numeric(note)))
-    if rows:
-        tx = writes.open_transaction(ctx, timestamp=ts, actor="quipu", source=PLANE_SOURCE, graph=gid)
-        if current not in (None, note):
-            writes.close_claims(ctx, tx, e=e, a=ids[DERIVED_AS_OF])
-        writes.assert_rows(ctx, tx, rows, ts)

@@ -67,12 +67,14 @@ def bookkeeping(
     gid: int,
     created: bool,
     head_tx: int,
-    rules_digest: str,
     ts: str,
+    *,
+    rules_digest: str | None = None,
 ) -> None:
-    """DM §3 rule 4: ``sourceKind "inferred"`` once, and the single-valued notes ``derivedAsOfTx``
-    (the premise head the companion reflects), ``rulesAsOfTx`` (the head the rules' claims
-    reflect) and ``rulesDigest`` (the rules they were derived by)."""
+    """DM §3 rule 4: ``sourceKind "inferred"`` once, and the single-valued note ``derivedAsOfTx``
+    (the premise head the companion reflects), for every writer of derivations. A rule run also
+    keeps ``rulesAsOfTx`` (the head the rules' claims reflect) and ``rulesDigest`` (the rules
+    they were derived by); an OWL materialisation passes no digest and leaves those alone."""
     ids = db.terms.intern(ctx, (companion, SOURCE_KIND, DERIVED_AS_OF, RULES_AS_OF, RULES_DIGEST))
     e = ids[companion]
     rows: list[Row] = []
@@ -81,11 +83,10 @@ def bookkeeping(
         kind = values.string("inferred")
         rows.append((e, ids[SOURCE_KIND], kind, values.digest(kind), None, None))
     head = values.literal(str(head_tx), values.XSD_INTEGER)
-    for attr, note in (
-        (ids[DERIVED_AS_OF], head),
-        (ids[RULES_AS_OF], head),
-        (ids[RULES_DIGEST], values.string(rules_digest)),
-    ):
+    notes_kept = [(ids[DERIVED_AS_OF], head)]
+    if rules_digest is not None:
+        notes_kept += [(ids[RULES_AS_OF], head), (ids[RULES_DIGEST], values.string(rules_digest))]
+    for attr, note in notes_kept:
         current = writes.live_value(ctx, gid, e, attr)
         if current != note:
             rows.append((e, attr, note, values.digest(note), None, values.numeric(note)))

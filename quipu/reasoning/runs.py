@@ -61,7 +61,7 @@ def full_run(
         asserted += len(new)
         retracted += len(stale)
         per_rule.append({"rule": rule.id, "asserted": len(new)})
-    bookkeeping(db, ctx, companion, companion_id, created, head_tx, digest(ruleset), ts)
+    bookkeeping(db, ctx, companion, companion_id, created, head_tx, ts, rules_digest=digest(ruleset))
     return ReasonReport(
         rules=len(ruleset.rules),
         strata_run=len(strata),
@@ -119,7 +119,7 @@ def maintained_run(
         rule_maintain.note_rows(ctx, rule_maintain.GONE, removed)
         rule_maintain.record(m, rule_maintain.GONE, rule_maintain.ADDED)
         rule_maintain.clear(ctx)
-    bookkeeping(db, ctx, companion, companion_id, False, head, digest(ruleset), ts)
+    bookkeeping(db, ctx, companion, companion_id, False, head, ts, rules_digest=digest(ruleset))
     return ReasonReport(
         rules=len(ruleset.rules),
         strata_run=strata_run,

@@ -15,12 +15,11 @@ from typing import Any, Final
 
 from quipu import times
 from quipu.errors import InvalidField, MissingField
-from quipu.governance.vocabulary import spellings
+from quipu.governance.vocabulary import check_iri, spellings
 from quipu.store import graph_scope, registry_reads, values
 from quipu.store.database import Database
 from quipu.store.schema import ROOT
 
-_TARGET_FORBIDDEN: Final = frozenset('<>"{}\\')
 FNV_OFFSET: Final = 0xCBF29CE484222325
 FNV_PRIME: Final = 0x100000001B3
 
@@ -39,8 +38,7 @@ def check_target(target: object) -> str:
         raise MissingField("missing 'target'", field="target")
     if not isinstance(target, str) or not target:
         raise InvalidField("'target' must be a non-empty IRI string", field="target")
-    if any(ch.isspace() or ch in _TARGET_FORBIDDEN for ch in target):
-        raise InvalidField("'target' must not contain whitespace or any of <>\"{}\\", field="target")
+    check_iri(target, "target")
     return target
 
 

@@ -16,6 +16,7 @@ from quipu.governance import policy as policies
 from quipu.governance import registry, signing, verdicts
 from quipu.governance.registry import Witness
 from quipu.governance.signing import SigningIdentity
+from quipu.governance.vocabulary import check_iri
 from quipu.governance.workflow import Workflow
 from quipu.sparql.engine import QueryResult, prepare
 from quipu.store.database import Database
@@ -60,7 +61,7 @@ class Governance:
         if claim is not None:  # an inline claim wins over a policy
             claims = policies.Claims(predicate_id or "inline", claim, evidence_probe)
         elif policy is not None:
-            verdicts.check_iri(policy, "policy")
+            check_iri(policy, "policy")
             claims = policies.stored_claims(self.db, policy)
         else:
             raise MissingField(

@@ -15,11 +15,11 @@ from sqlalchemy import Connection
 from quipu.errors import InvalidField
 from quipu.governance import registry
 from quipu.governance.registry import Registration, Witness
+from quipu.governance.vocabulary import check_iri
 from quipu.store import registry_reads, values
 from quipu.store.database import Database
 
 SIGNATURE: Final = "http://aegis.gastown.local/ontology/signature"  # legacy-only (alias rule 7)
-_IRI_FORBIDDEN: Final = frozenset(' <>"{}\\\t\n\r')
 _INLINED_FORBIDDEN: Final = frozenset('"\\\r\n')
 
 
@@ -28,11 +28,6 @@ def message(
 ) -> bytes:
     """The v1 verdict message every scheme signs: the fields joined by ``|``, unescaped."""
     return f"v1|{predicate_id}|{target_ref}|{outcome}|{evidence_hash}|{tier}|{verifier}".encode()
-
-
-def check_iri(text: str, field: str) -> None:
-    if any(ch in _IRI_FORBIDDEN or ch.isspace() for ch in text):
-        raise InvalidField(f"'{field}' must be an IRI without whitespace or any of <>\"{{}}\\", field=field)
 
 
 def recorded_witness(db: Database, conn: Connection, verdict: str, signature: str) -> Witness:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from functools import partial
+from functools import lru_cache, partial
 
 from quipu import times
 from quipu.errors import InvalidField
@@ -47,6 +47,13 @@ def checked_rules(turtle: str | list[str], fallback_prefix: str) -> tuple[RuleSe
         except RuleError as exc:
             raise InvalidField(str(exc), field="rules") from None
     return ruleset, strata
+
+
+@lru_cache(maxsize=8)
+def _parsed(turtle: str | tuple[str, ...], fallback_prefix: str) -> tuple[RuleSet, list[Stratum]]:
+    """``checked_rules``, once per distinct rule text: reactive mode reads the same stored rules
+    after every write, and parsing their Turtle is most of a small maintenance's fixed cost."""
+    return checked_rules(turtle if isinstance(turtle, str) else list(turtle), fallback_prefix)
 
 
 def _derived(source: str | None) -> bool:
@@ -159,7 +166,7 @@ class Reasoner:
                 "no rules: pass 'rules' (Turtle) or load rules via POST /shapes first", field="rules"
             )
         ts = times.normalise_timestamp(timestamp)
-        ruleset, strata = checked_rules(text, prefix if prefix else self.base_ns)
+        ruleset, strata = _parsed(text if isinstance(text, str) else tuple(text), prefix or self.base_ns)
         premise_iri = graph if graph else ROOT_IRI
         with self.db.write(auth) as ctx:
             premise = writes.resolve_target_graph(self.db, ctx, graph)

@@ -18,10 +18,12 @@ when jaro > 0.7). tests/search/test_resolve.py checks it against a direct implem
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy
+from rapidfuzz import process
 from rapidfuzz.distance import JaroWinkler
 
 from quipu.errors import BadRequest
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
     from quipu.search.embedding import MiniLM
     from quipu.search.vectors import VectorIndex
 
+_BLOCK = 256  # names scored per rapidfuzz call by NameIndex.prepare (256 x labels doubles)
 VECTOR_POOL = 3  # vector rows fetched per wanted candidate (§5.8 behaviour 1)
 
 
@@ -85,20 +88,80 @@ def vector_rows(
     ]
 
 
-def name_rows(db: Database, name: str, threshold: float) -> list[Candidate]:
-    with db.read() as conn:
-        stored = labels.name_labels(db, conn)
-    wanted = name.lower()
-    out: list[Candidate] = []
-    for iri, label in stored:
-        lowered = label.lower()
-        if lowered == wanted:
-            out.append(Candidate(iri, 1.0, "canonical_name:exact"))
-            continue
-        score = jaro_winkler(wanted, lowered)
-        if score >= threshold:
-            out.append(Candidate(iri, score, f"canonical_name:jaro_winkler:{score:.2f}"))
-    return out
+class NameIndex:
+    """The lower-cased local labels, read once: an import resolves every labelled entity of a
+    share against one index instead of reading every label again per entity."""
+
+    def __init__(self, stored: Iterable[tuple[str, str]]) -> None:
+        self.iris: list[str] = []
+        self.lowered: list[str] = []
+        self._scored: dict[str, tuple[float, Any]] = {}  # prepared: name -> (threshold, scores)
+        for iri, label in stored:
+            self.iris.append(iri)
+            self.lowered.append(label.lower())
+
+    @classmethod
+    def load(cls, db: Database) -> NameIndex:
+        with db.read() as conn:
+            return cls(labels.name_labels(db, conn))
+
+    def prepare(self, names: Iterable[str], threshold: float) -> None:
+        """Score many names at once (an import resolves every labelled entity of a share): a
+        block of names against every label per rapidfuzz call, on every core, kept for ``rows``."""
+        wanted = sorted({n.lower() for n in names} - set(self._scored))
+        for start in range(0, len(wanted), _BLOCK):
+            block = wanted[start : start + _BLOCK]
+            matrix = process.cdist(
+                block,
+                self.lowered,
+                scorer=JaroWinkler.similarity,
+                score_cutoff=threshold,
+                dtype=numpy.float64,
+                workers=-1,
+            )
+            for query, scores in zip(block, matrix, strict=True):
+                self._scored[query] = (threshold, scores)
+
+    def rows(self, name: str, threshold: float, limit: int | None = None) -> list[Candidate]:
+        """Labels equal to ``name`` (1.0) or at least ``threshold`` Jaro-Winkler-close, best
+        first and in label order among equals, which is the order ``merge`` keeps. rapidfuzz
+        scores the whole list in C. ``limit``: stop once that many distinct IRIs are found, since
+        ``merge`` keeps no more (rows after them can never be chosen)."""
+        wanted = name.lower()
+        if not self.lowered:
+            return []
+        cached = self._scored.get(wanted)
+        if cached is not None and cached[0] == threshold:
+            scores = cached[1]
+        else:
+            scores = process.cdist(
+                [wanted],
+                self.lowered,
+                scorer=JaroWinkler.similarity,
+                score_cutoff=threshold,
+                dtype=numpy.float64,
+            )[0]
+        kept = numpy.flatnonzero(scores >= threshold) if threshold > 0 else numpy.arange(len(self.lowered))
+        order = kept[numpy.argsort(-scores[kept], kind="stable")]
+        out: list[Candidate] = []
+        seen: set[str] = set()
+        for i in order.tolist():
+            iri = self.iris[i]
+            if self.lowered[i] == wanted:
+                out.append(Candidate(iri, 1.0, "canonical_name:exact"))
+            else:
+                score = float(scores[i])
+                out.append(Candidate(iri, score, f"canonical_name:jaro_winkler:{score:.2f}"))
+            seen.add(iri)
+            if limit is not None and len(seen) >= limit:
+                break
+        return out
+
+
+def name_rows(
+    db: Database, name: str, threshold: float, names: NameIndex | None = None, limit: int | None = None
+) -> list[Candidate]:
+    return (names or NameIndex.load(db)).rows(name, threshold, limit)
 
 
 def merge(rows: list[Candidate], top_k: int) -> list[Candidate]:
@@ -117,12 +180,13 @@ def resolve(
     properties: Mapping[str, Any],
     top_k: int,
     threshold: float,
+    names: NameIndex | None = None,
 ) -> dict[str, Any]:
     candidates: list[Candidate] = []
     if top_k > 0:  # §5.8 rule 1: no candidates at all, not even an exact label
         if provider is not None and index is not None:
             candidates += vector_rows(db, provider, index, name, properties, top_k, threshold)
-        candidates += name_rows(db, name, threshold)
+        candidates += name_rows(db, name, threshold, names, limit=top_k)
     chosen = merge(candidates, top_k)
     return {
         "has_matches": bool(chosen),

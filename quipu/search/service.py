@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from quipu.config import EmbeddingSettings, ResolutionSettings, SearchSettings
     from quipu.search.backfill import Progress
     from quipu.search.embedding import MiniLM
+    from quipu.search.resolve import NameIndex
     from quipu.search.vectors import VectorIndex
 
 log = logging.getLogger("quipu.search")
@@ -223,9 +224,11 @@ class Search:
         properties: Mapping[str, Any] | None = None,
         top_k: Any = None,
         threshold: float | None = None,
+        names: NameIndex | None = None,
     ) -> dict[str, Any]:
         """``POST /resolve`` (tools-search §5.8): near-duplicate candidates for a proposed entity.
-        ``top_k`` that is not an integer >= 0 falls back to ``[quipu.resolution] top_k``."""
+        ``top_k`` that is not an integer >= 0 falls back to ``[quipu.resolution] top_k``.
+        ``names``: local labels read once for many calls (a share import resolves each entity)."""
         from quipu.search import resolve
 
         graph_scope.enforce_root(self.db)  # they read ROOT: the label floor applies
@@ -239,6 +242,7 @@ class Search:
             properties or {},
             top_k if valid_k else self.resolution.top_k,
             self.resolution.threshold if threshold is None else threshold,
+            names,
         )
 
     def spotlight(self, text: str, confidence: float = 0.5) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from typing import Final
 from rdflib import Graph
 from rdflib.term import Node
 
+from quipu import __version__
 from quipu.config import (
     EmbeddingSettings,
     EventsSettings,
@@ -26,6 +27,7 @@ from quipu.config import (
     ResolutionSettings,
     SearchSettings,
     Settings,
+    SharingSettings,
     WorkflowSettings,
     owl_installed,
 )
@@ -46,6 +48,7 @@ from quipu.owl.service import Owl
 from quipu.reasoning.reasoner import Reasoner
 from quipu.search.service import Search
 from quipu.shacl import gate, registry
+from quipu.sharing.service import Sharing
 from quipu.sparql.engine import run_query
 from quipu.sparql.update import run_update
 from quipu.store import budget as budgets
@@ -97,6 +100,7 @@ class KnowledgeBase:
         reactive: bool = False,
         governance: GovernanceSettings | None = None,
         workflow: WorkflowSettings | None = None,
+        sharing: SharingSettings | None = None,
     ) -> None:
         # Query budgets (DM §13.3): None or 0 is unlimited, as in settings.search. Checked before
         # the store opens, so a bad one leaves nothing open.
@@ -204,6 +208,14 @@ class KnowledgeBase:
             max_join_rows=max_join_rows,
         )
         self.entity_turtle = partial(documents_export.entity_turtle, db)
+        # Sharing: shares, import and promotion, three-way merge, alignment, acquisition.
+        self.sharing = Sharing(
+            db,
+            export=partial(self.export_result, base_ns=base_ns),
+            resolve=self.search.resolve,
+            producer_version=__version__,
+            max_share_bytes=(sharing or SharingSettings()).max_share_bytes,
+        )
         self.cord = partial(reads.cord, db, max_rows=max_sparql_rows or 10_000)
         self.unravel = partial(reads.unravel, db)
         self.entity = partial(reads.entity, db)
@@ -241,6 +253,7 @@ class KnowledgeBase:
             reactive=settings.reasoning.reactive,
             governance=settings.governance,
             workflow=settings.workflow,
+            sharing=settings.sharing,
         )
 
     # -- reads with a shape of their own ------------------------------------------------------

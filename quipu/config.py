@@ -216,6 +216,13 @@ class EventsSettings(_Section):
     retry_max_s: float = Field(300.0, ge=1, le=86_400)  # cap of the backoff between failed attempts
 
 
+class SharingSettings(_Section):
+    """Shares and acquisition (docs/sharing.md)."""
+
+    # The largest share the server builds, returns or accepts: a request may lower it, never raise it.
+    max_share_bytes: int = Field(8 * 1024 * 1024, ge=1024, le=64 * 1024 * 1024)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="QUIPU_", env_nested_delimiter="__", extra="forbid")
 
@@ -235,6 +242,7 @@ class Settings(BaseSettings):
     labels: LabelsSettings = LabelsSettings()
     graphs: GraphsSettings = GraphsSettings()
     events: EventsSettings = EventsSettings()
+    sharing: SharingSettings = SharingSettings()
     base_ns: str = "http://aegis.gastown.local/ontology/"
 
     @classmethod

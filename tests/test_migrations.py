@@ -100,9 +100,9 @@ def test_fixture_is_at_revision_1() -> None:
 
 
 def test_opening_rev1_upgrades_to_head(upgraded: KnowledgeBase, rev1_copy: Path) -> None:
-    assert head_revision() == "0011"
-    assert upgraded.db.schema_revision() == "0011"
-    assert _raw(rev1_copy, "SELECT version_num FROM alembic_version") == [("0011",)]
+    assert head_revision() == "0012"
+    assert upgraded.db.schema_revision() == "0012"
+    assert _raw(rev1_copy, "SELECT version_num FROM alembic_version") == [("0012",)]
     assert _raw(rev1_copy, "SELECT id, generation FROM vector_state") == [(1, 0)]  # revision 6
     columns = {row[1] for row in _raw(rev1_copy, "PRAGMA table_info(facts)")}
     assert "v_num" in columns
@@ -361,6 +361,8 @@ def test_dup_backfill_marks_all_live_claims_but_the_oldest(tmp_path: Path) -> No
     for table in ("subscriptions", "consumers"):  # revision 9
         conn.execute(f"DROP TABLE {table}")
     conn.execute("DROP TABLE ontologies")  # revision 11
+    for table in ("store_identity", "share_imports", "share_sessions", "share_nonces"):  # revision 12
+        conn.execute(f"DROP TABLE {table}")
     for column in ("source", "lifecycle", "data_kind", "fresh_rank", "durability_rank", "trust_iri"):
         conn.execute(f"ALTER TABLE graphs DROP COLUMN {column}")
     for column in ("trust_rank", "trust_chain", "policy", "labels_tx", "labels_valid_to"):
@@ -369,7 +371,7 @@ def test_dup_backfill_marks_all_live_claims_but_the_oldest(tmp_path: Path) -> No
     conn.commit()
     conn.close()
     with quipu.open(str(path)) as kb:
-        assert kb.db.schema_revision() == "0011"
+        assert kb.db.schema_revision() == "0012"
         rows = kb.query("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }")
         assert isinstance(rows, list) and str(rows[0]["n"]) == "2"
     assert _raw(path, "SELECT id, dup FROM facts ORDER BY id") == expected

@@ -15,6 +15,7 @@ from typing import Annotated
 import typer
 
 from quipu.cli import (
+    align,
     analytics,
     changes,
     data,
@@ -24,12 +25,14 @@ from quipu.cli import (
     graphs,
     ingest,
     keyword_search,
+    merge,
     models,
     owl,
     reasoning,
     search,
     service,
     shapes,
+    sharing,
     tools,
 )
 from quipu.cli.common import RefusingGroup
@@ -53,6 +56,10 @@ app.add_typer(keyword_search.app)  # search-index, search
 app.add_typer(shapes.group, name="shapes")
 app.add_typer(governance.group, name="propose")
 app.add_typer(graphs.group, name="graph")  # list, create, label, freeze, thaw, view
+app.add_typer(sharing.share_group, name="share")  # write a share; trust, revoke, keygen
+app.command("import")(sharing.import_command)  # stage a share directory; import promote ID
+merge.register(app)  # merge: emit a three-way merge's decisions, or apply a decided file
+app.add_typer(align.group, name="align")  # propose, decide, apply: cross-graph alignment (SSSOM)
 app.add_typer(analytics.app)  # project, report, impact
 app.add_typer(golden_paths.group, name="path")  # cone, backtest: golden paths over trajectories
 app.add_typer(reasoning.app)  # reason: Datalog rules to fixpoint

@@ -33,6 +33,8 @@ from quipu.rest.auth import Credentials, guard
 from quipu.rest.lanes import Lanes, admission
 from quipu.rest.middleware import AccessLog, BodyLimit, JsonText
 from quipu.rest.routers import (
+    acquire,
+    align,
     analytics,
     changes,
     episodes,
@@ -42,6 +44,7 @@ from quipu.rest.routers import (
     graphs,
     logic,
     lookup,
+    merge,
     owl,
     proposals,
     query,
@@ -54,6 +57,7 @@ from quipu.rest.routers import (
     search,
     service,
     shapes,
+    sharing,
     update,
     uploads,
     writes,
@@ -92,6 +96,9 @@ def _delivering(kb: KnowledgeBase, settings: Settings) -> Iterator[None]:
         yield
     finally:
         worker.stop(timeout=settings.events.delivery_timeout_s + 5)  # a POST in flight may finish
+
+
+_ENVELOPE = 256 * 1024  # bytes of JSON around the members: manifest, keys, decisions
 
 
 def create_app(settings: Settings, extensions: Sequence[Extension] = (), *, deliver: bool = False) -> FastAPI:
@@ -172,6 +179,10 @@ def create_app(settings: Settings, extensions: Sequence[Extension] = (), *, deli
             owl,
             governance,
             golden_paths,
+            align,
+            sharing,
+            merge,
+            acquire,
         )
     )
     for router in routers:
@@ -186,7 +197,17 @@ def create_app(settings: Settings, extensions: Sequence[Extension] = (), *, deli
         raise ConfigError(f"routes missing from the route table: {missing}")
     # Inside the body limit: the text check reads only a body that passed it.
     app.add_middleware(JsonText, paths={path for method, path in route_table.ROUTES if method == "POST"})
-    app.add_middleware(BodyLimit)
+    # A share travels JSON-escaped: its body may be up to twice its members (quotes in N-Triples),
+    # and a merge carries two shares. The exact member sizes are checked again once parsed.
+    cap = settings.sharing.max_share_bytes
+    app.add_middleware(
+        BodyLimit,
+        paths={
+            "/import": 2 * cap + _ENVELOPE,
+            "/merge/decisions": 4 * cap + _ENVELOPE,
+            "/merge/apply": 4 * cap + _ENVELOPE,
+        },
+    )
     if settings.server.cors_allowed_origins:
         app.add_middleware(
             CORSMiddleware,

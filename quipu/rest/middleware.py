@@ -12,7 +12,7 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -27,20 +27,25 @@ access_log = logging.getLogger("quipu.access")
 
 
 class BodyLimit:
-    """Refuse request bodies over ``limit`` bytes with 413 before any handler reads them."""
+    """Refuse request bodies over ``limit`` bytes with 413 before any handler reads them.
 
-    def __init__(self, app: ASGIApp, limit: int = MAX_BODY) -> None:
+    ``paths`` lowers the limit of single routes: a share import is refused by its declared
+    size before its body is read whole (``[quipu.sharing] max_share_bytes``)."""
+
+    def __init__(self, app: ASGIApp, limit: int = MAX_BODY, paths: Mapping[str, int] | None = None) -> None:
         self.app = app
         self.limit = limit
+        self.paths = dict(paths or {})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        limit = min(self.limit, self.paths.get(scope.get("path", ""), self.limit))
         declared = _header(scope, b"content-length")
         if declared is not None:
-            if not declared.isdigit() or int(declared) > self.limit:
-                await self._refuse(scope, receive, send)
+            if not declared.isdigit() or int(declared) > limit:
+                await self._refuse(scope, receive, send, limit)
                 return
             await self.app(scope, receive, send)
             return
@@ -53,8 +58,8 @@ class BodyLimit:
                 break
             chunk = message.get("body", b"")
             size += len(chunk)
-            if size > self.limit:
-                await self._refuse(scope, receive, send)
+            if size > limit:
+                await self._refuse(scope, receive, send, limit)
                 return
             chunks.append(chunk)
             if not message.get("more_body", False):
@@ -71,9 +76,9 @@ class BodyLimit:
 
         await self.app(scope, replay, send)
 
-    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
-        mib = self.limit // (1024 * 1024)
-        response = problem_response(PayloadTooLarge(f"request body larger than {mib} MiB"))
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send, limit: int) -> None:
+        size = f"{limit // (1024 * 1024)} MiB" if limit % (1024 * 1024) == 0 else f"{limit} bytes"
+        response = problem_response(PayloadTooLarge(f"request body larger than {size}"))
         await response(scope, receive, send)
 
 

@@ -42,6 +42,16 @@ ROUTES: Final[dict[tuple[str, str], RouteClass]] = {
     ("POST", "/verdict/verify"): READ,  # §5.2
     ("POST", "/verifier/authorized"): READ,  # §5.3
     ("GET", "/workflow/capabilities"): READ,  # tools-core §4.4: open, and it grants nothing
+    # cross-graph alignment (tools-graphs-governance §3.1, §3.2): propose reads two graphs, decide none
+    ("POST", "/align/propose"): READ,
+    ("POST", "/align/decide"): READ,
+    ("POST", "/share"): READ,  # tools-graphs-governance §4.1: the share is returned, nothing written
+    # §4.4: the merge's conflicts, written nowhere; a heavy-lane read (it exports all of ROOT)
+    ("POST", "/merge/decisions"): READ,
+    # acquisition (tools-graphs-governance §4.6, §4.7): whole graphs are returned, nothing written;
+    # heavy-lane reads (they are not in LANES)
+    ("POST", "/acquire"): READ,
+    ("POST", "/acquire/composed"): READ,
     ("POST", "/explain"): READ,  # tools-graphs-governance §8.2 (the owl extra; 400 without it)
     # finding entities by name (tools-search §5.8-§5.10): heavy-lane reads that commit nothing
     ("POST", "/resolve"): READ,
@@ -117,6 +127,10 @@ ROUTES: Final[dict[tuple[str, str], RouteClass]] = {
     ("POST", "/datasets"): WRITE,
     ("POST", "/overlay/create"): WRITE,
     ("POST", "/overlay/write"): WRITE,
+    ("POST", "/import"): WRITE,  # §4.2: stages the share in a graph of its own
+    ("POST", "/import/promote"): WRITE,
+    ("POST", "/merge/apply"): WRITE,  # §4.5: the merge, one ROOT transaction
+    ("POST", "/align/apply"): WRITE,  # §3.3: it registers and writes the derived alignment graph
     # stored named queries (tools-search §5.18): a write for every action, list and get included
     ("POST", "/queries"): WRITE,
     # /project for every algorithm, since persist can write (tools-search §0.2); /impact because
@@ -179,6 +193,7 @@ LANES: Final[dict[tuple[str, str], Lane | None]] = {
     ("POST", "/verdict/verify"): POINT,  # the verifier registry: a few rows
     ("POST", "/verifier/authorized"): POINT,
     ("GET", "/workflow/capabilities"): None,  # settings only: the store is not read
+    ("POST", "/align/decide"): None,  # a pure function of the request: the store is not read
     ("GET", "/changes/stream"): None,  # each poll takes a heavy slot for its read only
     ("GET", "/events/stream"): None,  # each poll takes a point slot for its read only
     ("GET", "/health"): None,

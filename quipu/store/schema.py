@@ -29,7 +29,7 @@ metadata = MetaData()
 
 # The newest Alembic revision (migrations/versions): a store already there opens without loading
 # Alembic at all. tests/test_migrations.py keeps it equal to the scripts' head.
-SCHEMA_REVISION: Final = "0011"
+SCHEMA_REVISION: Final = "0012"
 
 # A rowid alias on SQLite (auto-assigned), a plain BIGINT on PostgreSQL.
 ID = BigInteger().with_variant(Integer, "sqlite")
@@ -267,6 +267,57 @@ ontologies = Table(
     Column("tx", BigInteger),  # watermark (latest committed transaction) when the version opened
     Column("closed_tx", BigInteger),  # the same when it closed
     Index("ix_ontologies_name_open", "name", "valid_to"),
+)
+
+# Revision 12: sharing (tools-graphs-governance §4). The store's own identity (one row, written
+# by the migration), the review state of each imported share, and the producer sessions a
+# receiver registered for attested imports with the nonces they consumed.
+store_identity = Table(
+    "store_identity",
+    metadata,
+    Column("id", Text, primary_key=True),
+    Column("created_at", Text, nullable=False),
+)
+
+share_imports = Table(
+    "share_imports",
+    metadata,
+    Column("share_id", Text, primary_key=True),
+    Column("state", Text, nullable=False),
+    Column("staging_graph", Text, nullable=False),
+    Column("import_id", Text, nullable=False),
+    Column("graph_hash", Text, nullable=False),
+    Column("source", Text, nullable=False),
+    Column("tx_id", BigInteger),  # the staging write
+    Column("promoted_tx", BigInteger),  # the latest promotion into ROOT
+    Column("updated_at", Text, nullable=False),
+    CheckConstraint(
+        "state IN ('staged', 'quarantined', 'promoted', 'rejected', 'expired')",
+        name="ck_share_imports_state",
+    ),
+)
+
+share_sessions = Table(
+    "share_sessions",
+    metadata,
+    Column("session", Text, primary_key=True),
+    Column("agent", Text, nullable=False),
+    Column("public_key", Text, nullable=False),
+    Column("key_id", Text, nullable=False),
+    Column("introducer", Text, nullable=False),
+    Column("issued_at_epoch", BigInteger, nullable=False),
+    Column("expires_at_epoch", BigInteger, nullable=False),
+    Column("revoked", SmallInteger, nullable=False, server_default="0"),
+    Column("registered_at", Text, nullable=False),
+)
+
+share_nonces = Table(
+    "share_nonces",
+    metadata,
+    Column("nonce", Text, primary_key=True),
+    Column("session", Text, nullable=False),
+    Column("share_id", Text, nullable=False),
+    Column("consumed_at", Text, nullable=False),
 )
 
 # Revision 5: the semantic event log (DM §11.1). AUTOINCREMENT: an offset is never reused,

@@ -515,32 +515,61 @@ def assert_statements(
     ``timestamp`` and ``valid_from`` arrive normalised. Destination graphs are checked before
     anything is interned; named graphs the batch mentions itself must be registered too.
     """
-    src = derived_source(source, actor, "knot")
-    report = progress or _silent
     with db.write(auth) as ctx:
         ctx.progress = progress
-        target = resolve_target_graph(db, ctx, graph)
-        if check is not None:  # gates, inside the transaction and before anything is interned
-            check(ctx, target)
-        graph_of: dict[str | None, int] = {None: target}
-        for name in sorted(batch.graphs):
-            graph_of[name] = resolve_target_graph(db, ctx, name)
-        ids = db.terms.intern(ctx, batch.iris)
-        report("interned terms", len(ids), len(ids))
-        with gc_paused(len(batch.statements) > _BULK_ROWS):
-            plan = grouped_rows(batch.statements, ids, graph_of)
-        total = sum(len(b) for b in plan.values())
-        done = 0
-        order = sorted(set(plan) | {target})  # ROOT (0) first, then ascending ids
-        tx_ids: list[int] = []
-        claims = 0
-        for gid in order:
-            tx = open_transaction(ctx, timestamp=timestamp, actor=actor, source=src, graph=gid)
-            tx_ids.append(tx.id)
-            rows = list(plan.get(gid, {}).values())
-            claims += assert_rows(ctx, tx, rows, valid_from)
-            done += len(rows)
-            report("written statements", done, total)
+        return assert_statements_in(
+            db,
+            ctx,
+            batch,
+            timestamp=timestamp,
+            valid_from=valid_from,
+            actor=actor,
+            source=source,
+            graph=graph,
+            progress=progress,
+            check=check,
+        )
+
+
+def assert_statements_in(
+    db: Database,
+    ctx: WriteContext,
+    batch: StatementBatch,
+    *,
+    timestamp: str,
+    valid_from: str,
+    actor: str | None = None,
+    source: str | None = None,
+    graph: str | None = None,
+    progress: Progress | None = None,
+    check: WriteCheck | None = None,
+) -> KnotResult:
+    """``assert_statements`` inside an open write, beside other work that must commit with it
+    (an import stages its triples, its review row and its event together)."""
+    src = derived_source(source, actor, "knot")
+    report = progress or _silent
+    target = resolve_target_graph(db, ctx, graph)
+    if check is not None:  # gates, inside the transaction and before anything is interned
+        check(ctx, target)
+    graph_of: dict[str | None, int] = {None: target}
+    for name in sorted(batch.graphs):
+        graph_of[name] = resolve_target_graph(db, ctx, name)
+    ids = db.terms.intern(ctx, batch.iris)
+    report("interned terms", len(ids), len(ids))
+    with gc_paused(len(batch.statements) > _BULK_ROWS):
+        plan = grouped_rows(batch.statements, ids, graph_of)
+    total = sum(len(b) for b in plan.values())
+    done = 0
+    order = sorted(set(plan) | {target})  # ROOT (0) first, then ascending ids
+    tx_ids: list[int] = []
+    claims = 0
+    for gid in order:
+        tx = open_transaction(ctx, timestamp=timestamp, actor=actor, source=src, graph=gid)
+        tx_ids.append(tx.id)
+        rows = list(plan.get(gid, {}).values())
+        claims += assert_rows(ctx, tx, rows, valid_from)
+        done += len(rows)
+        report("written statements", done, total)
     return KnotResult(tx_ids[order.index(target)], total, valid_from, claims, tuple(tx_ids))
 
 

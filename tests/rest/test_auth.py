@@ -29,6 +29,7 @@ from quipu.logic.service import LogicService
 from quipu.rest import route_table
 from quipu.rest.app import create_app
 from quipu.rest.auth import Credentials, bearer_token, hash_token
+from quipu.store import share_state
 from tests.backends import store_location
 from tests.governance.path_fixtures import EX as PATH_EX
 from tests.governance.path_fixtures import MINIMAL
@@ -253,6 +254,78 @@ def _impact(kb: KnowledgeBase) -> dict[str, Any]:
     return {"json": {"entity": f"{EX}svc", "remove": True}}
 
 
+def _align_apply(kb: KnowledgeBase) -> dict[str, Any]:
+    """An accepted pair across two vocabularies, so the apply records a transaction."""
+    a, b = f"{EX}vocab-a", f"{EX}vocab-b"
+    for graph, label in ((a, "Widget"), (b, "widget")):
+        kb.graphs.create(graph)
+        kb.knot(f'<{graph}/w> a <{EX}Thing> ; <{RDFS}label> "{label}" .', graph=graph)
+    proposed = kb.sharing.align_propose(graph_a=a, graph_b=b)
+    verdict = {"subject_id": f"{a}/w", "object_id": f"{b}/w", "decision": "accept"}
+    decided = kb.sharing.align_decide(set_tsv=proposed["set_tsv"], reviewer="ops", decisions=[verdict])
+    body = {"set_tsv": decided["set_tsv"], "expected_version": decided["expected_version"]}
+    return {"json": {**body, "graph_a": a, "graph_b": b}}
+
+
+def _align_set(kb: KnowledgeBase) -> str:
+    root = "urn:quipu:graph:root"
+    tsv: str = kb.sharing.align_propose(graph_a=root, graph_b=root)["set_tsv"]
+    return tsv
+
+
+def _acquire(kb: KnowledgeBase) -> dict[str, Any]:
+    """ROOT from this store's own lineage (read inside the sample: the id is per store)."""
+    with kb.db.read() as conn:
+        identity = share_state.store_id(conn)
+    return {"json": {"source_store_id": identity, "graphs": ["urn:quipu:graph:root"]}}
+
+
+def _share_wire(kb: KnowledgeBase) -> dict[str, Any]:
+    """An /import body: a share of this store's own ROOT, as the seeds say to pass it on."""
+    shared = kb.sharing.share(scope={"kind": "root", "value": None}, no_shapes=True)
+    files = shared["files"]
+    return {
+        "manifest": shared["manifest"],
+        "export_ntriples": files["export.nt"],
+        "shapes_turtle": files["shapes.ttl"],
+        "source": "urn:test:auth",
+    }
+
+
+def _import_promote(kb: KnowledgeBase) -> dict[str, Any]:
+    wire = _share_wire(kb)
+    kb.sharing.import_share(**wire)
+    return {"json": {"share_id": wire["manifest"]["share_id"]}}
+
+
+def _merge_shares(kb: KnowledgeBase) -> dict[str, Any]:
+    """A base share of ROOT, and an incoming share (its child) holding one more fact than ROOT."""
+    root = {"kind": "root", "value": None}
+    base = kb.sharing.share(scope=root, no_shapes=True)
+    kb.knot(f'<{EX}merged> <{EX}n> "{kb.transactions(limit=None)["count"]}" .', "nt")
+    incoming = kb.sharing.share(scope=root, no_shapes=True, parent_share=base["manifest"]["share_id"])
+    kb.retract(f"{EX}merged")  # ROOT is the base again: the merge adds the fact back
+
+    def wire(s: dict[str, Any]) -> dict[str, Any]:
+        files = s["files"]
+        optional = {
+            f"{n}_turtle": files[f"{n}.ttl"] for n in ("queries", "alignments") if f"{n}.ttl" in files
+        }
+        return {
+            "manifest": s["manifest"],
+            "export_ntriples": files["export.nt"],
+            "shapes_turtle": files["shapes.ttl"],
+            **optional,
+        }
+
+    return {"incoming": wire(incoming), "base": wire(base)}
+
+
+def _merge_apply(kb: KnowledgeBase) -> dict[str, Any]:
+    shares = _merge_shares(kb)
+    return {"json": {**shares, "decisions": kb.sharing.merge_decisions(**shares), "reviewer": "ops"}}
+
+
 def _golden_path(field: str) -> Sample:
     def sample(kb: KnowledgeBase) -> dict[str, Any]:
         kb.knot(MINIMAL)  # a verified trajectory with one step
@@ -295,6 +368,10 @@ WRITES: dict[tuple[str, str], Sample] = {
     },
     ("POST", "/overlay/create"): lambda kb: {"json": {"overlay": f"{EX}layer"}},
     ("POST", "/overlay/write"): _overlay_write,
+    ("POST", "/align/apply"): _align_apply,
+    ("POST", "/import"): lambda kb: {"json": _share_wire(kb)},
+    ("POST", "/import/promote"): _import_promote,
+    ("POST", "/merge/apply"): _merge_apply,
     ("POST", "/project"): lambda kb: {"json": {"algorithm": "stats"}},
     ("POST", "/impact"): _impact,
     ("POST", "/events/commit"): lambda kb: {"json": {"consumer_id": "auth", "offset": 1}},
@@ -379,6 +456,16 @@ READS: dict[tuple[str, str], Sample] = {
     ("POST", "/path/cone"): _golden_path("trajectory"),
     ("POST", "/path/backtest"): _golden_path("exemplar"),
     ("POST", "/overlay/compose"): _overlay_compose,
+    ("POST", "/align/propose"): lambda kb: {
+        "json": {"graph_a": "urn:quipu:graph:root", "graph_b": "urn:quipu:graph:root"}
+    },
+    ("POST", "/align/decide"): lambda kb: {
+        "json": {"set_tsv": _align_set(kb), "reviewer": "ops", "decisions": []}
+    },
+    ("POST", "/acquire"): _acquire,
+    ("POST", "/share"): lambda kb: {"json": {"scope": {"kind": "root", "value": None}, "no_shapes": True}},
+    ("POST", "/merge/decisions"): lambda kb: {"json": _merge_shares(kb)},
+    ("POST", "/acquire/composed"): _acquire,
     ("POST", "/graph"): lambda kb: {"json": {"limit": 5}},
     ("GET", "/report"): lambda kb: {},
     ("POST", "/report"): lambda kb: {"json": {"hubs": 3}},

@@ -115,7 +115,7 @@ def rev1(tmp_path: Path) -> Iterator[KnowledgeBase]:
 
 
 def test_a_revision_0001_database_is_upgraded_in_place(rev1: KnowledgeBase) -> None:
-    assert rev1.db.schema_revision() == "0011"
+    assert rev1.db.schema_revision() == "0012"
     assert sql(rev1, "SELECT id, v_num FROM facts ORDER BY id") == [
         (1, 4.0),
         (2, 0.75),

@@ -1,0 +1,1 @@
+"""Portable knowledge between stores: shares, import, promotion, merge, alignment, acquisition."""

@@ -36,7 +36,7 @@ OWL_COUNT: Final = 2
 OWL_TOOLS: Final = frozenset({"quipu_load_ontology", "quipu_explain"})
 # Set to True in the change that lands the last default tool's route: the count test then pins the
 # served set exactly (77 tools; 79 when the owl extra serves its two) instead of only the sum.
-ALL_ROUTES_LANDED: Final = False
+ALL_ROUTES_LANDED: Final = True
 
 WRITES: Final = frozenset({"quipu_knot", "quipu_retract", "quipu_set", "quipu_update"})
 # Request regimes of tools-core §0.4 for the tools served today: strict routes refuse an unknown

@@ -36,15 +36,14 @@ def test_tools_doc_is_the_rendered_registry(registry: Registry) -> None:
 
 def test_readme_states_the_served_tool_count(registry: Registry) -> None:
     text = " ".join(README.read_text(encoding="utf-8").split())
-    found = re.findall(r"(\d+) of the 77 tools are served today \(docs/tools\.md", text)
+    found = re.findall(r"All (\d+) tools are served \((\d+) with the owl extra; docs/tools\.md", text)
     assert len(found) == 1, (
-        "README.md's MCP section must say 'N of the 77 tools are served today (docs/tools.md'"
+        "README.md's MCP section must say 'All N tools are served (M with the owl extra; docs/tools.md'"
     )
     served, default, _, _ = served_counts(registry)
     assert default == 77
-    assert int(found[0]) == served, (
-        f"README.md says {found[0]} tools are served; the registry serves {served}"
-    )
+    assert (int(found[0][0]), int(found[0][1])) == (default, 79)
+    assert served == default, f"README.md says all {default} tools are served; the registry serves {served}"
 
 
 def test_tools_doc_lists_every_served_tool_with_route_annotations_and_parameters(registry: Registry) -> None:

@@ -96,7 +96,9 @@ class NameIndex:
         self.iris: list[str] = []
         self.lowered: list[str] = []
         self._scored: dict[str, tuple[float, Any]] = {}  # prepared: name -> (threshold, scores)
+        self._positions: dict[str, list[int]] = {}  # lower-cased label -> its indexes
         for iri, label in stored:
+            self._positions.setdefault(label.lower(), []).append(len(self.lowered))
             self.iris.append(iri)
             self.lowered.append(label.lower())
 
@@ -115,7 +117,7 @@ class NameIndex:
                 block,
                 self.lowered,
                 scorer=JaroWinkler.similarity,
-                score_cutoff=threshold,
+                score_cutoff=_cutoff(threshold),
                 dtype=numpy.float64,
                 workers=-1,
             )
@@ -138,11 +140,15 @@ class NameIndex:
                 [wanted],
                 self.lowered,
                 scorer=JaroWinkler.similarity,
-                score_cutoff=threshold,
+                score_cutoff=_cutoff(threshold),
                 dtype=numpy.float64,
             )[0]
-        kept = numpy.flatnonzero(scores >= threshold) if threshold > 0 else numpy.arange(len(self.lowered))
-        order = kept[numpy.argsort(-scores[kept], kind="stable")]
+        # An equal label always counts (at 1.0), whatever the threshold, as it always has.
+        hits = numpy.flatnonzero(scores >= threshold)
+        exact = self._positions.get(wanted, [])
+        kept = numpy.union1d(hits, numpy.asarray(exact, dtype=hits.dtype)) if exact else hits
+        ranked = numpy.where(numpy.isin(kept, exact), 1.0, scores[kept]) if exact else scores[kept]
+        order = kept[numpy.argsort(-ranked, kind="stable")]
         out: list[Candidate] = []
         seen: set[str] = set()
         for i in order.tolist():
@@ -156,6 +162,11 @@ class NameIndex:
             if limit is not None and len(seen) >= limit:
                 break
         return out
+
+
+def _cutoff(threshold: float) -> float:
+    """rapidfuzz takes a cutoff in [0, 1]; a threshold outside it still filters afterwards."""
+    return min(max(threshold, 0.0), 1.0)
 
 
 def name_rows(

@@ -333,3 +333,23 @@ def test_the_mcp_tool_is_a_read(client: TestClient) -> None:
     assert not is_error and body["ignored_fields"] == ["extra"]  # not a strict tool
     is_error, body = call_tool(client, "quipu_resolve_entity", {"name": 7})
     assert is_error and body["reason"] == "wrong_type"
+
+
+def test_the_name_index_keeps_equal_labels_at_any_threshold_and_stops_at_the_limit() -> None:
+    """Thresholds outside [0, 1] still filter as they always did (an equal label always counts),
+    and rows stop once ``limit`` distinct IRIs are found, best first, label order among equals."""
+    from quipu.search.resolve import NameIndex
+
+    index = NameIndex([("urn:a", "Alice"), ("urn:b", "alice"), ("urn:c", "Alicia"), ("urn:a", "ALICE")])
+    assert [(c.iri, c.score) for c in index.rows("ALICE", 2.0)] == [
+        ("urn:a", 1.0),
+        ("urn:b", 1.0),
+        ("urn:a", 1.0),
+    ]
+    everything = index.rows("alice", -1.0)
+    assert [c.iri for c in everything] == ["urn:a", "urn:b", "urn:a", "urn:c"]
+    assert everything[-1].matched_on.startswith("canonical_name:jaro_winkler:")
+    assert [c.iri for c in index.rows("alice", 0.85, limit=1)] == ["urn:a"]
+    unprepared = index.rows("alice", 0.85)
+    index.prepare(["ALICE", "Alicia"], 0.85)  # scored in one block: the same rows
+    assert index.rows("alice", 0.85) == unprepared

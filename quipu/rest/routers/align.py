@@ -19,7 +19,7 @@ router = APIRouter(tags=["sharing"])
 _SET_TSV = "the SSSOM mapping set in its TSV form, as propose or decide returned it"
 
 
-class ProposeRequest(Annotating):
+class AlignProposeRequest(Annotating):
     graph_a: str = Field(description="a known graph IRI (ROOT as urn:quipu:graph:root)")
     graph_b: str = Field(description="the other known graph IRI")
     mapping_set_id: str | None = Field(None, description="the set's IRI (default urn:quipu:align:mcp)")
@@ -35,7 +35,7 @@ class ProposeResponse(BaseModel):
 
 
 @router.post("/align/propose", response_model=ProposeResponse, response_model_exclude_unset=True)
-def align_propose(body: ProposeRequest, kb: KbDep) -> dict[str, Any]:
+def align_propose(body: AlignProposeRequest, kb: KbDep) -> dict[str, Any]:
     """Score label pairs across two graphs into an undecided SSSOM set; nothing is written."""
     return body.annotate(kb.sharing.align_propose(**body.fields()))
 
@@ -48,7 +48,7 @@ class Verdict(BaseModel):
     decision: str = Field(description="accept or negate")
 
 
-class DecideRequest(Annotating):
+class AlignDecideRequest(Annotating):
     set_tsv: str = Field(description=_SET_TSV)
     reviewer: str = Field(description="who decided; becomes author_id (non-blank)")
     decisions: list[Verdict] = Field(description="the operator's verdicts")
@@ -68,12 +68,12 @@ class DecideResponse(BaseModel):
 
 
 @router.post("/align/decide", response_model=DecideResponse, response_model_exclude_unset=True)
-def align_decide(body: DecideRequest, kb: KbDep) -> dict[str, Any]:
+def align_decide(body: AlignDecideRequest, kb: KbDep) -> dict[str, Any]:
     """Record accept / negate verdicts on a mapping set; a pure function, the store is not read."""
     return body.annotate(kb.sharing.align_decide(**body.fields()))
 
 
-class ApplyRequest(Annotating):
+class AlignApplyRequest(Annotating):
     # expected_version is required by the schema; a missing one gets the service's explanation
     # (it must be carried from the decision) rather than the generic message.
     model_config = ConfigDict(
@@ -97,6 +97,6 @@ class ApplyResponse(BaseModel):
 
 
 @router.post("/align/apply", response_model=ApplyResponse, response_model_exclude_unset=True)
-def align_apply(body: ApplyRequest, kb: KbDep, auth: AuthDep) -> dict[str, Any]:
+def align_apply(body: AlignApplyRequest, kb: KbDep, auth: AuthDep) -> dict[str, Any]:
     """Write the decided rows as owl:sameAs / quipu:distinctFrom into the derived alignment graph."""
     return body.annotate(kb.sharing.align_apply(**body.fields(), auth=auth))

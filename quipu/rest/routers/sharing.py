@@ -68,12 +68,12 @@ def import_share(body: ImportRequest, kb: KbDep, auth: AuthDep) -> dict[str, Any
     return kb.sharing.import_share(attestation_envelope=body.attestation, auth=auth, **fields)
 
 
-class PromoteRequest(Strict):
+class ImportPromoteRequest(Strict):
     share_id: str = Field(description="the staged share's id (sha256:<64 hex>)")
     actor: str | None = Field(None, description="a claimed actor, recorded as a claim only")
 
 
 @router.post("/import/promote")
-def promote(body: PromoteRequest, kb: KbDep, auth: AuthDep) -> dict[str, Any]:
+def promote(body: ImportPromoteRequest, kb: KbDep, auth: AuthDep) -> dict[str, Any]:
     """Move an eligible staged share into ROOT in one transaction."""
     return kb.sharing.promote(**body.fields(), auth=auth)

@@ -14,10 +14,11 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import sqlite3
 import tempfile
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any, Final
 
@@ -65,8 +66,8 @@ def _with_database(url: str, database: str) -> str:
     return make_url(url).set(database=database).render_as_string(hide_password=False)
 
 
-def _admin() -> Any:
-    """An autocommit psycopg connection to the server's maintenance database."""
+def _admin(dbname: str = "postgres") -> Any:
+    """An autocommit psycopg connection to the server's maintenance database (or ``dbname``)."""
     import psycopg
     from sqlalchemy.engine import make_url
 
@@ -77,9 +78,20 @@ def _admin() -> Any:
         port=url.port,
         user=url.username,
         password=url.password,
-        dbname="postgres",
+        dbname=dbname,
         autocommit=True,
     )
+
+
+# A copy of the migrated template would otherwise carry the template's store identity (the id
+# its migration wrote): each test store gets its own, as a store migrated afresh does.
+_REIDENTIFY: Final = "UPDATE store_identity SET id = 'urn:quipu:store:' || {}"
+
+
+def _new_identity() -> str:
+    import uuid
+
+    return str(uuid.uuid4())
 
 
 def _ensure_template(admin: Any) -> None:
@@ -115,6 +127,9 @@ def store_location(directory: Path, name: str = "kb.db", *, fresh: bool = False)
                     _ensure_template(admin)
                 template = "template0" if fresh else _TEMPLATE
                 admin.execute(f"CREATE DATABASE {database} TEMPLATE {template} STRATEGY FILE_COPY")
+            if not fresh:
+                with _admin(database) as own:
+                    own.execute(_REIDENTIFY.format("%s"), (_new_identity(),))
             _created[database] = path
     return _with_database(url, database)
 
@@ -139,6 +154,8 @@ def migrated_location(directory: Path, name: str = "kb.db") -> str:
             _sqlite_template = template
     path = directory / name
     shutil.copyfile(_sqlite_template, path)
+    with closing(sqlite3.connect(path)) as own, own:
+        own.execute(_REIDENTIFY.format("?"), (_new_identity(),))
     return str(path)
 
 

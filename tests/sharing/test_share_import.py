@@ -4,6 +4,7 @@ real stores: every seal, the gates, quarantine, promotion and the refusals that 
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -479,3 +480,79 @@ def test_promotion_is_gated_by_the_receivers_shapes(a: TestClient, b: TestClient
     response = b.post("/import/promote", json={"share_id": shared["manifest"]["share_id"]})
     assert response.status_code == 400, response.text
     assert kb_of(b).export("ntriples") == before
+
+
+# -- rules that span the members ----------------------------------------------------------------
+
+AEGIS = "http://aegis.gastown.local/ontology/"
+
+
+def test_the_outward_scrub_refuses_a_share_naming_the_member(a: TestClient) -> None:
+    """SH-2: a block-tier InternalIdentifierPattern that matches a member refuses the share."""
+    kb_of(a).knot(
+        f'<{EX}rule> a <{AEGIS}InternalIdentifierPattern> ; <{AEGIS}regex> "bonjour" ; '
+        f'<{AEGIS}enforcementTier> "block" ; <{RDFS_LABEL}> "greeting" .',
+        format="turtle",
+    )
+    found = problem(
+        a.post("/share", json={"scope": {"kind": "graph", "value": GRAPH}, "no_shapes": True}),
+        "outward_scrub",
+        403,
+    )
+    assert found["member"] == "export.nt" and found["pattern"] == "greeting"
+    start, end = found["byte_range"]
+    assert share_of_bytes(a)[start:end] == b"bonjour"
+
+
+def share_of_bytes(client: TestClient) -> bytes:
+    """The export.nt a share of GRAPH would carry, without the scrub (the CLI's internal path)."""
+    from quipu.sharing import producing
+
+    _manifest, files = producing.members(
+        kb_of(client).sharing.env, scope={"kind": "graph", "value": GRAPH}, no_shapes=True, internal=True
+    )
+    return files["export.nt"].encode("utf-8")
+
+
+QUERY = f"SELECT ?p WHERE {{ ?p a <{EX}Person> }}"
+
+
+def test_carried_queries_seal_into_the_share_and_install_under_a_namespace(
+    a: TestClient, b: TestClient
+) -> None:
+    """SH-3 and IM-3: a query's text changes queries_hash and share_id only; import installs it
+    namespaced, and a second identical import installs nothing."""
+    kb_of(a).questions.queries(action="load", name="people", template=QUERY, description="who")
+    root = {"kind": "root", "value": None}
+    first = share_of(a, scope=root)
+    assert "queries.ttl" in first["files"] and first["manifest"]["files"]["queries"] == "queries.ttl"
+    kb_of(a).questions.queries(action="load", name="people", template=QUERY + " LIMIT 5", description="who")
+    second = share_of(a, scope=root)
+    for key in ("graph_hash", "shapes_hash"):
+        assert first["manifest"][key] == second["manifest"][key]
+    for key in ("queries_hash", "share_id"):
+        assert first["manifest"][key] != second["manifest"][key]
+    assert "queries.ttl" not in share_of(a, scope=root, queries=[])["files"]
+    body = b.post("/import", json=wire(second, query_namespace="demo")).json()
+    assert body["queries"]["installed"] == ["demo/people"] and body["queries"]["namespace"] == "demo"
+    stored = kb_of(b).questions.queries(action="get", name="demo/people")
+    assert "LIMIT 5" in json.dumps(stored)
+    again = b.post("/import", json=wire(second, query_namespace="demo")).json()
+    assert again["outcome"] == "unchanged" and again["queries"]["installed"] == []
+
+
+def test_promotion_merges_nothing(a: TestClient, b: TestClient) -> None:
+    """PR-4: an exact match that was not accepted stays a separate IRI in ROOT."""
+    local = "http://local.example/people/alice"
+    kb_of(b).knot(f'<{local}> <{RDFS_LABEL}> "Alice" .', format="ntriples")
+    shared = share_of(a)
+    assert b.post("/import", json=wire(shared)).json()["resolution"]["exact_merges"]
+    b.post("/import/promote", json={"share_id": shared["manifest"]["share_id"]})
+    root = kb_of(b).export("ntriples")
+    assert f'<{local}> <{RDFS_LABEL}> "Alice" .' in root and f'<{EX}alice> <{RDFS_LABEL}> "Alice" .' in root
+
+
+def test_every_store_has_an_identity_of_its_own(a: TestClient, b: TestClient) -> None:
+    """store_id: written by the store's migration, so two stores never share one."""
+    ids = {share_of(c, scope={"kind": "root", "value": None})["manifest"]["store_id"] for c in (a, b)}
+    assert len(ids) == 2 and all(i.startswith("urn:quipu:store:") for i in ids)

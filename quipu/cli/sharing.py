@@ -11,13 +11,16 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from quipu.cli import share_trust
 from quipu.cli.common import ConfigOption, DbOption, emit, open_store, read_text, stage_bar
 from quipu.errors import InvalidField, PayloadTooLarge
+
+if TYPE_CHECKING:
+    from quipu.api import KnowledgeBase
 
 share_group = typer.Typer(
     help="Write a share (a portable, hash-sealed slice of the store) into a directory.",
@@ -136,6 +139,19 @@ def share(
     emit({"share_id": manifest["share_id"], "output": str(target), "manifest": manifest})
 
 
+VERBS = ("promote", "reject", "expire", "reopen")
+
+
+def _review_verb(kb: KnowledgeBase, verb: str, share_id: str, actor: str | None) -> dict[str, Any]:
+    if verb == "promote":
+        return kb.sharing.promote(share_id=share_id, actor=actor)
+    from quipu.sharing import reviews
+
+    if verb == "reopen":
+        return reviews.reopen(kb.db, share_id)
+    return reviews.close(kb.db, share_id, "rejected" if verb == "reject" else "expired")
+
+
 def read_share(directory: str, limit: int) -> dict[str, Any]:
     """A share directory as the wire carries it; refused before any member is read when the
     members together are larger than ``limit`` (``[quipu.sharing] max_share_bytes``)."""
@@ -166,8 +182,8 @@ def read_share(directory: str, limit: int) -> dict[str, Any]:
 
 
 def import_command(
-    target: Annotated[str, typer.Argument(help="a share directory, or 'promote'")],
-    share_id: Annotated[str | None, typer.Argument(help="with 'promote': the share id to promote")] = None,
+    target: Annotated[str, typer.Argument(help="a share directory, or promote, reject, expire or reopen")],
+    share_id: Annotated[str | None, typer.Argument(help="with a verb: the share id it acts on")] = None,
     source: Annotated[
         str | None, typer.Option("--source", help="where the share came from (default: its path)")
     ] = None,
@@ -184,12 +200,13 @@ def import_command(
     db: DbOption = None,
     config: ConfigOption = None,
 ) -> None:
-    """Stage a share directory (quarantined when it does not fit this store), or `import promote ID`."""
+    """Stage a share directory (quarantined when it does not fit this store); or act on an
+    imported share: `import promote ID`, `import reject ID`, `import expire ID`, `import reopen ID`."""
     with open_store(db, config) as kb:
-        if target == "promote":
+        if target in VERBS:
             if share_id is None:
-                raise InvalidField("import promote needs the share id to promote", field="share_id")
-            emit(kb.sharing.promote(share_id=share_id, actor=actor))
+                raise InvalidField(f"import {target} needs the share id it acts on", field="share_id")
+            emit(_review_verb(kb, target, share_id, actor))
             return
         if share_id is not None:
             raise InvalidField(

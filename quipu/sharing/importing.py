@@ -27,15 +27,14 @@ from quipu.shacl import gate, registry
 from quipu.sharing import attestation, queries_member, scrub
 from quipu.sharing import manifest as mf
 from quipu.sharing.environment import Environment
+from quipu.sharing.reviews import CLOSED, STAGING
 from quipu.store import share_state
 from quipu.store.context import QueuedEvent
 from quipu.store.schema import ROOT
 from quipu.store.writes import assert_statements_in, register_graph_in
 
-STAGING: Final = "urn:quipu:import:staging:"
 QUARANTINE: Final = "urn:quipu:import:quarantine:"
 EVENT: Final = "urn:quipu:import:event:"
-CLOSED: Final = ("rejected", "expired")
 RESOLVE_THRESHOLD: Final = 0.85  # the quipu_resolve_entity defaults import resolves with (step 6)
 RESOLVE_TOP_K: Final = 5
 _LABEL: Final = ox.NamedNode("http://www.w3.org/2000/01/rdf-schema#label")

@@ -19,8 +19,8 @@ from quipu.errors import BadRequest
 from quipu.identity import Authenticated
 from quipu.rdfio import serialize
 from quipu.shacl import gate
-from quipu.sharing import importing
 from quipu.sharing import manifest as mf
+from quipu.sharing.reviews import CLOSED, STAGING
 from quipu.store import graph_registry, share_state
 from quipu.store.context import QueuedEvent, Refusal
 from quipu.store.database import Database
@@ -34,13 +34,13 @@ def promote(
     mf.check_share_id(share_id)
     with db.read() as conn:
         review = share_state.review(conn, share_id)
-    if review is None or not review.staging_graph.startswith(importing.STAGING):
+    if review is None or not review.staging_graph.startswith(STAGING):
         raise BadRequest(
             f"no eligible staged import for share {share_id} (quarantined shares cannot be promoted)",
             reason="no_eligible_import",
             field="share_id",
         )
-    if review.state in importing.CLOSED:
+    if review.state in CLOSED:
         raise BadRequest(
             f"the review of share {share_id} is {review.state}", reason="review_closed", field="share_id"
         )

@@ -101,3 +101,21 @@ def test_share_flag_refusals(tmp_path: Path) -> None:
     )
     assert "internal" in run("share", "-o", out, "--destination", "public", "--db", a, code=2).stderr
     assert "no manifest.json" in run("import", str(tmp_path), "--source", "s", "--db", a, code=2).stderr
+
+
+def test_a_rejected_review_refuses_import_and_promotion_until_reopened(tmp_path: Path) -> None:
+    a, b = producer(tmp_path), store_location(tmp_path, "b.db")
+    out = tmp_path / "share"
+    shared = json.loads(run("share", "--output", str(out), "--graph", GRAPH, "--no-shapes", "--db", a).stdout)
+    sid = shared["share_id"]
+    run("import", str(out), "--source", "file://x", "--db", b)
+    closed = json.loads(run("import", "reject", sid, "--db", b).stdout)
+    assert (closed["state"], closed["previous"]) == ("rejected", "staged")
+    assert "is rejected" in run("import", str(out), "--source", "file://x", "--db", b, code=2).stderr
+    assert "is rejected" in run("import", "promote", sid, "--db", b, code=2).stderr
+    assert "no import of share" in run("import", "reopen", "sha256:" + "0" * 64, "--db", b, code=2).stderr
+    assert json.loads(run("import", "reopen", sid, "--db", b).stdout)["state"] == "staged"
+    assert json.loads(run("import", "promote", sid, "--db", b).stdout)["outcome"] == "promoted"
+    with KnowledgeBase(b) as kb:
+        kinds = [e["type"] for e in kb.events()]
+    assert kinds.count("import.rejected") == 1 and kinds.count("import.reopened") == 1

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from quipu.search.embedding import MiniLM
     from quipu.search.vectors import VectorIndex
 
+_SHORTLIST = 4  # rows kept per wanted IRI before sorting: duplicates of one IRI are rare
 _BLOCK = 256  # names scored per rapidfuzz call by NameIndex.prepare (256 x labels doubles)
 VECTOR_POOL = 3  # vector rows fetched per wanted candidate (§5.8 behaviour 1)
 
@@ -130,7 +131,7 @@ class NameIndex:
         scores the whole list in C. ``limit``: stop once that many distinct IRIs are found, since
         ``merge`` keeps no more (rows after them can never be chosen)."""
         wanted = name.lower()
-        if not self.lowered:
+        if not self.lowered or (limit is not None and limit <= 0):
             return []
         cached = self._scored.get(wanted)
         if cached is not None and cached[0] == threshold:
@@ -148,6 +149,17 @@ class NameIndex:
         exact = self._positions.get(wanted, [])
         kept = numpy.union1d(hits, numpy.asarray(exact, dtype=hits.dtype)) if exact else hits
         ranked = numpy.where(numpy.isin(kept, exact), 1.0, scores[kept]) if exact else scores[kept]
+        if limit is not None and len(kept) > _SHORTLIST * limit:
+            # Only the best rows can be chosen: keep every row scoring at least the shortlist's
+            # lowest (ties included, so label order among equals survives), then sort those.
+            floor = -numpy.partition(-ranked, _SHORTLIST * limit - 1)[_SHORTLIST * limit - 1]
+            best = numpy.flatnonzero(ranked >= floor)
+            rows = self._ranked(kept[best], ranked[best], scores, wanted, limit)
+            if len({c.iri for c in rows}) >= limit:
+                return rows
+        return self._ranked(kept, ranked, scores, wanted, limit)
+
+    def _ranked(self, kept: Any, ranked: Any, scores: Any, wanted: str, limit: int | None) -> list[Candidate]:
         order = kept[numpy.argsort(-ranked, kind="stable")]
         out: list[Candidate] = []
         seen: set[str] = set()

@@ -353,3 +353,26 @@ def test_the_name_index_keeps_equal_labels_at_any_threshold_and_stops_at_the_lim
     unprepared = index.rows("alice", 0.85)
     index.prepare(["ALICE", "Alicia"], 0.85)  # scored in one block: the same rows
     assert index.rows("alice", 0.85) == unprepared
+
+
+def test_limited_rows_are_the_prefix_of_the_full_ranking() -> None:
+    """The shortlist taken before sorting never changes which rows a limit keeps, ties included."""
+    import random
+
+    from quipu.search.resolve import NameIndex
+
+    rng = random.Random(7)
+    stems = ["entity", "entiti", "entry", "enterprise"]
+    pairs = [(f"urn:{rng.randrange(300)}", f"{rng.choice(stems)} {rng.randrange(50)}") for _ in range(600)]
+    index = NameIndex(pairs)
+    for name in ("entity 7", "Entity 12", "entry 3", "nothing like it"):
+        full = index.rows(name, 0.7)
+        for limit in (1, 3, 5, 40):
+            kept: list[Any] = []
+            seen: set[str] = set()
+            for row in full:
+                kept.append(row)
+                seen.add(row.iri)
+                if len(seen) >= limit:
+                    break
+            assert index.rows(name, 0.7, limit) == kept, (name, limit)

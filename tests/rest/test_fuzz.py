@@ -42,6 +42,9 @@ SEED = """@prefix : <http://ex.org/> . @prefix xsd: <http://www.w3.org/2001/XMLS
 """
 EXAMPLES = int(os.environ.get("QUIPU_FUZZ_EXAMPLES", "25"))
 HOSTILE_EXAMPLES = int(os.environ.get("QUIPU_FUZZ_HOSTILE_EXAMPLES", "3"))
+# One call's bound: schemathesis' default (10 s) refused a slow read on a loaded 2-core CI machine
+# (GET /report under both test halves); a slow answer is not a server error, a hang still fails.
+CALL_TIMEOUT = 60.0
 # The app's schema needs no store: create_app opens it only in the lifespan.
 SCHEMA = schemathesis.openapi.from_dict(create_app(load_settings(store={"db": ":memory:"})).openapi())
 OPERATIONS = {op.label: op for op in (result.ok() for result in SCHEMA.get_all_operations())}  # type: ignore[union-attr]
@@ -88,7 +91,11 @@ def test_no_server_error_and_responses_match_the_schema(
     @given(case=operation.as_strategy(mode))
     @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None)
     def run(case: Any) -> None:
-        case.call_and_validate(base_url=fuzz_server, checks=[not_a_server_error, response_schema_conformance])
+        case.call_and_validate(
+            base_url=fuzz_server,
+            checks=[not_a_server_error, response_schema_conformance],
+            timeout=CALL_TIMEOUT,
+        )
 
     run()
 
@@ -146,6 +153,6 @@ def test_no_server_error_for_surrogates_and_huge_integers(label: str, fuzz_serve
         max_examples=HOSTILE_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None
     )
     def run(case: Any) -> None:
-        case.call_and_validate(base_url=fuzz_server, checks=[not_a_server_error])
+        case.call_and_validate(base_url=fuzz_server, checks=[not_a_server_error], timeout=CALL_TIMEOUT)
 
     run()

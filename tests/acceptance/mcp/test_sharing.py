@@ -14,7 +14,6 @@ from quipu.sharing import manifest as mf
 from tests.acceptance.mcp.harness import (
     SHARED,
     TRANSPORTS,
-    Target,
     Transport,
     error_body,
     ok_body,
@@ -31,38 +30,42 @@ pytestmark = pytest.mark.sqlite_only
 def test_share_then_import_then_promote(tmp_path: Path, transport: Transport) -> None:
     with serve(transport, tmp_path / "a") as a, serve(transport, tmp_path / "b") as b:
 
-        async def call(target: Target, tool: str, **args: Any) -> dict[str, Any]:
-            async with target.client(SHARED.token) as client:
-                return ok_body(await client.call_tool(tool, args))
-
         async def main() -> dict[str, Any]:
-            out: dict[str, Any] = {}
-            await call(a, "quipu_graph_create", graph=GRAPH)
-            await call(
-                a,
-                "quipu_knot",
-                graph=GRAPH,
-                turtle=f'<{EX}x> <{EX}p> [ <{EX}q> "hola"@es ] ; <{EX}name> "Equis" .',
-            )
-            shared = await call(a, "quipu_share", scope={"kind": "graph", "value": GRAPH}, no_shapes=True)
-            files = shared["files"]
-            out["share"] = shared
-            out["import"] = await call(
-                b,
-                "quipu_import",
-                manifest=shared["manifest"],
-                export_ntriples=files["export.nt"],
-                shapes_turtle=files["shapes.ttl"],
-                source="mcp://a",
-            )
-            async with b.client(SHARED.token) as client:
-                out["strict"] = error_body(
-                    await client.call_tool("quipu_import_promote", {"share_id": "sha256:" + "0" * 64, "x": 1})
+            # One session per store for the whole conversation (a stdio session is one process).
+            async with a.client(SHARED.token) as on_a, b.client(SHARED.token) as on_b:
+
+                async def call(client: Any, tool: str, **args: Any) -> dict[str, Any]:
+                    return ok_body(await client.call_tool(tool, args))
+
+                out: dict[str, Any] = {}
+                await call(on_a, "quipu_graph_create", graph=GRAPH)
+                await call(
+                    on_a,
+                    "quipu_knot",
+                    graph=GRAPH,
+                    turtle=f'<{EX}x> <{EX}p> [ <{EX}q> "hola"@es ] ; <{EX}name> "Equis" .',
                 )
-            out["promote"] = await call(b, "quipu_import_promote", share_id=shared["manifest"]["share_id"])
-            exported = await call(b, "quipu_export", format="ntriples")
-            out["root"] = exported
-            return out
+                shared = await call(
+                    on_a, "quipu_share", scope={"kind": "graph", "value": GRAPH}, no_shapes=True
+                )
+                files = shared["files"]
+                out["share"] = shared
+                out["import"] = await call(
+                    on_b,
+                    "quipu_import",
+                    manifest=shared["manifest"],
+                    export_ntriples=files["export.nt"],
+                    shapes_turtle=files["shapes.ttl"],
+                    source="mcp://a",
+                )
+                out["strict"] = error_body(
+                    await on_b.call_tool("quipu_import_promote", {"share_id": "sha256:" + "0" * 64, "x": 1})
+                )
+                out["promote"] = await call(
+                    on_b, "quipu_import_promote", share_id=shared["manifest"]["share_id"]
+                )
+                out["root"] = await call(on_b, "quipu_export", format="ntriples")
+                return out
 
         out = run(main, timeout=120)
     manifest = out["share"]["manifest"]

@@ -12,6 +12,7 @@ brought back: it is counted in ``suppressed_retractions`` instead.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from quipu import times
@@ -73,20 +74,7 @@ def promote(
             )
         tx = open_transaction(ctx, timestamp=ts, actor=principal, source=prefix + claim, graph=ROOT)
         assert_rows(ctx, tx, eligible, ts)
-        share_state.put_review(
-            ctx,
-            share_state.Review(
-                share_id,
-                "promoted",
-                review.staging_graph,
-                review.import_id,
-                review.graph_hash,
-                review.source,
-                review.tx_id,
-                tx.id,
-                ts,
-            ),
-        )
+        share_state.put_review(ctx, replace(review, state="promoted", promoted_tx=tx.id, updated_at=ts))
         ctx.advisories.append(
             QueuedEvent(
                 "import.promoted",

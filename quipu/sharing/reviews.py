@@ -8,6 +8,7 @@ the staging or quarantine graph stays as evidence. These are CLI acts (``quipu i
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Final
 
 from quipu import times
@@ -52,20 +53,7 @@ def _move(db: Database, share_id: str, next_state: Any, auth: Authenticated | No
             raise BadRequest(f"no import of share {share_id} to review", reason="no_import", field="share_id")
         state = next_state(review)
         ts = times.now()
-        share_state.put_review(
-            ctx,
-            share_state.Review(
-                review.share_id,
-                state,
-                review.staging_graph,
-                review.import_id,
-                review.graph_hash,
-                review.source,
-                review.tx_id,
-                review.promoted_tx,
-                ts,
-            ),
-        )
+        share_state.put_review(ctx, replace(review, state=state, updated_at=ts))
         ctx.advisories.append(
             QueuedEvent(
                 f"import.{'reopened' if state not in CLOSED else state}",

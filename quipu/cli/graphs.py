@@ -142,13 +142,25 @@ def graph_view(
         str | None, typer.Option("--type", metavar="IRI", help="only nodes of this type")
     ] = None,
     include_episodes: Annotated[bool, typer.Option("--include-episodes", help="draw episode nodes")] = False,
+    valid_at: Annotated[
+        str | None, typer.Option("--valid-at", metavar="INSTANT", help="ROOT as true at this instant")
+    ] = None,
+    as_of_tx: Annotated[
+        int | None, typer.Option("--tx", min=0, help="ROOT as the store knew it after this transaction")
+    ] = None,
     db: DbOption = None,
     config: ConfigOption = None,
 ) -> None:
-    """Current ROOT as ranked, capped nodes and index-addressed edges (quipu_graph), as JSON."""
+    """ROOT as ranked, capped nodes and index-addressed edges (quipu_graph), as JSON: now, or at
+    --valid-at and/or --tx."""
     with open_store(db, config) as kb:
         emit(
             kb.analytics.graph(
-                limit=limit, edge_budget=edge_budget, type=type_, include_episodes=include_episodes
+                limit=limit,
+                edge_budget=edge_budget,
+                type=type_,
+                include_episodes=include_episodes,
+                valid_at=valid_at,
+                as_of_tx=as_of_tx,
             )
         )

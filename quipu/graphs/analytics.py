@@ -21,7 +21,9 @@ from quipu.graphs.pagerank import DAMPING, MAX_ITERS, TOLERANCE
 from quipu.identity import Authenticated
 from quipu.store import graph_scope, values
 from quipu.store.database import Database
+from quipu.store.reads import I64_MAX
 from quipu.store.schema import ROOT
+from quipu.store.views import TemporalView
 
 if TYPE_CHECKING:
     from quipu.graphs.projection import Projection, ProjectionCache
@@ -62,18 +64,37 @@ class Analytics:
         edge_budget: int = DEFAULT_EDGE_BUDGET,
         type: str | None = None,
         include_episodes: bool = False,
+        valid_at: str | None = None,
+        as_of_tx: int | None = None,
     ) -> dict[str, Any]:
-        """The render-ready node-link view of current ROOT."""
+        """The render-ready node-link view of ROOT: now, or [designed here] as it was true at
+        ``valid_at`` and/or as the store knew it after transaction ``as_of_tx``."""
         from quipu.graphs import node_link
+        from quipu.store.projection import reference_claims
 
+        if isinstance(as_of_tx, int) and not isinstance(as_of_tx, bool) and as_of_tx > I64_MAX:
+            as_of_tx = I64_MAX  # every transaction id is below it: the same read point
+        at = TemporalView.at(as_of_tx=as_of_tx, valid_at=valid_at, tx_field="as_of_tx")
+        graph_scope.refuse_tx_travel(self.db, at.as_of_tx, field="as_of_tx")
         with self.db.read(long=True) as conn:
             graph_scope.enforce(self.db, conn, (ROOT,))
-            key = (self.db.head_tx(conn), limit, edge_budget, type, include_episodes)
+            key = (
+                self.db.head_tx(conn),
+                limit,
+                edge_budget,
+                type,
+                include_episodes,
+                at.as_of_tx,
+                at.valid_at,
+            )
             with self._views_lock:
                 cached = self._views.get(key)
             if cached is not None:
                 return copy.deepcopy(cached)  # callers may annotate their answer
-            claims = self.projections.claims(self.db, conn, frozenset({ROOT}))
+            if at.is_current:  # the memo serves the current state only (it is keyed by head tx)
+                claims = self.projections.claims(self.db, conn, frozenset({ROOT}))
+            else:
+                claims = reference_claims(self.db, conn, (ROOT,), at)
             view = node_link.node_link(
                 self.db,
                 conn,
@@ -82,6 +103,7 @@ class Analytics:
                 edge_budget=edge_budget,
                 type_iri=type,
                 include_episodes=include_episodes,
+                at=at,
             )
         with self._views_lock:
             self._views[key] = view

@@ -1,8 +1,11 @@
-"""The render-ready node-link view of current ROOT (tools-search §5.13, ``quipu_graph``).
+"""The render-ready node-link view of ROOT (tools-search §5.13, ``quipu_graph``).
 
 Ranked and capped nodes, edges addressed by node index, a type census and an explicit
 statement of what the caps dropped. The explorer draws straight from it, so the output is fully
 ordered: the same store always gives the same bytes.
+
+[designed here] The view is of current ROOT unless ``at`` names a past read point (valid time,
+transaction time or both); then the same rules run over the claims visible there.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from sqlalchemy import Connection
 from quipu.store import projection as reads
 from quipu.store.database import Database
 from quipu.store.values import RDF
+from quipu.store.views import TemporalView
 
 MAX_LIMIT: Final = 2000
 MAX_EDGE_BUDGET: Final = 50_000
@@ -43,13 +47,15 @@ def node_link(
     edge_budget: int,
     type_iri: str | None,
     include_episodes: bool,
+    at: TemporalView = reads.CURRENT,
 ) -> dict[str, Any]:
-    """The view of current ROOT; ``claims`` are ROOT's reference claims in ``conn``'s snapshot."""
+    """The view of ROOT at ``at`` (default: now); ``claims`` are ROOT's reference claims visible
+    there in ``conn``'s snapshot."""
     limit = min(limit, MAX_LIMIT)
     edge_budget = min(edge_budget, MAX_EDGE_BUDGET)
     known = db.terms.lookup(conn, [RDF_TYPE, RDFS_LABEL, PROV_ACTIVITY] + ([type_iri] if type_iri else []))
-    entities = reads.subjects(db, conn)  # ascending term ids
-    types = reads.last_types(db, conn, known[RDF_TYPE]) if RDF_TYPE in known else {}
+    entities = reads.subjects(db, conn, at)  # ascending term ids
+    types = reads.last_types(db, conn, known[RDF_TYPE], at) if RDF_TYPE in known else {}
     type_of = np.full(len(entities), -1, dtype=np.int64)
     if types:
         typed = np.fromiter(types.keys(), dtype=np.int64, count=len(types))
@@ -82,7 +88,7 @@ def node_link(
     terms = [int(t) for t in drawable[shown]]
     node_types = [int(t) for t in drawable_type[shown]]
     iri_of = db.terms.iris(conn, terms + [t for t in node_types if t >= 0])
-    labels = reads.first_labels(db, conn, known[RDFS_LABEL], terms) if RDFS_LABEL in known else {}
+    labels = reads.first_labels(db, conn, known[RDFS_LABEL], terms, at) if RDFS_LABEL in known else {}
     nodes = [
         {
             "iri": iri_of[e],

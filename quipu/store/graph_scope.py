@@ -138,14 +138,15 @@ def enforce_root(db: Database) -> None:
         enforce(db, conn, (ROOT,))
 
 
-def refuse_tx_travel(db: Database, as_of_tx: int | None) -> None:
+def refuse_tx_travel(db: Database, as_of_tx: int | None, field: str = "tx") -> None:
     """Rule FZ-3: transaction-time reads are refused while any archive pack is mounted (the
-    packs hold other transactions' rows); valid-time reads keep working."""
+    packs hold other transactions' rows); valid-time reads keep working. ``field`` is what the
+    caller's request calls the transaction read point."""
     if as_of_tx is not None and db.archives.mounted:
         raise InvalidField(
-            "'tx' (transaction-time travel) is refused while an archive pack is mounted: thaw the "
+            f"'{field}' (transaction-time travel) is refused while an archive pack is mounted: thaw the "
             "frozen graphs first (quipu_graph_list lifecycle=frozen lists them); valid_at still works",
-            field="tx",
+            field=field,
             reason="archives_mounted",
         )
 

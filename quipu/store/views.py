@@ -61,12 +61,15 @@ class TemporalView:
         as_of_tx: int | None = None,
         valid_at: str | None = None,
         graphs: Iterable[int] = (ROOT,),
+        tx_field: str = "tx",
     ) -> TemporalView:
-        """Build a view from request values, normalising ``valid_at`` (DM §6.1)."""
+        """Build a view from request values, normalising ``valid_at`` (DM §6.1). A refusal names
+        the caller's field: ``tx_field`` is what its request calls ``as_of_tx`` (``/query``'s
+        ``tx``, ``/graph``'s ``as_of_tx``)."""
         if as_of_tx is not None and (
             isinstance(as_of_tx, bool) or not isinstance(as_of_tx, int) or as_of_tx < 0
         ):
-            raise InvalidField(f"'tx' must be an integer >= 0, got {as_of_tx!r}", field="tx")
+            raise InvalidField(f"'{tx_field}' must be an integer >= 0, got {as_of_tx!r}", field=tx_field)
         if valid_at is not None and (not isinstance(valid_at, str) or not valid_at.strip()):
             raise InvalidField("'valid_at' must be a non-empty string", field="valid_at")
         return cls(as_of_tx, normalise_valid_at(valid_at), frozenset(graphs))

@@ -65,3 +65,15 @@ def test_impact_with_and_without_remove(tmp_path: Path) -> None:
     assert run("impact", EX + "a", "--remove", "--db", db)["reached_count"] == 0
     assert run("impact", EX + "a", "--db", db)["reached_count"] == 5  # the removal was rolled back
     assert "entity not found" in run("impact", EX + "ghost", "--db", db, code=2).stderr
+
+
+def test_graph_view_at_a_past_point(tmp_path: Path) -> None:
+    db = store_location(tmp_path, "t.db")
+    run("knot", "-", "--timestamp", "2026-11-01T00:00:00Z", "--db", db, stdin=TRIANGLES)
+    run("retract", EX + "c", "--predicate", EX + "link", "--timestamp", "2026-11-10T00:00:00Z", "--db", db)
+    now = run("graph", "view", "--db", db)
+    before = run("graph", "view", "--valid-at", "2026-11-05T00:00:00Z", "--db", db)
+    first = run("graph", "view", "--tx", "1", "--db", db)
+    assert (now["stats"]["edges"], before["stats"]["edges"], first["stats"]["edges"]) == (6, 7, 7)
+    refused = run("graph", "view", "--valid-at", "yesterday", "--db", db, code=2)
+    assert "valid_at" in refused.stderr and refused.stdout == ""

@@ -189,8 +189,14 @@ def test_fz3_transaction_time_travel_is_refused_while_mounted(client: TestClient
     ):
         assert response.status_code == 400 and response.json()["reason"] == "archives_mounted", response.text
     assert client.post("/query", json={"query": "ASK {}", "valid_at": T0}).status_code == 200
+    # /graph's time travel [designed here] follows the rule, naming its own field
+    response = client.post("/graph", json={"as_of_tx": 1})
+    assert response.status_code == 400 and response.json()["reason"] == "archives_mounted", response.text
+    assert response.json()["field"] == "as_of_tx" and "'as_of_tx'" in response.json()["error"]
+    assert client.post("/graph", json={"valid_at": T0}).status_code == 200
     thaw(client)
     assert client.post("/query", json={"query": "ASK {}", "tx": 1}).status_code == 200
+    assert client.post("/graph", json={"as_of_tx": 1}).status_code == 200
 
 
 def test_fz4_a_missing_pack_stops_the_store_from_opening(client: TestClient, tmp_path: Path) -> None:

@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.rest.support import serve
+from quipu.errors import InvalidField
+from tests.rest.support import RDF_TYPE, RDFS_LABEL, kb_of, problem, serve
 
-from .support import EX, knot, ok, store_snapshot
+from .support import EX, T0, T1, knot, ok, store_snapshot
 
 PREFIXES = (
     f"@prefix ex: <{EX}> .\n@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n"
@@ -145,3 +146,159 @@ def test_bad_input_names_the_field(client: TestClient) -> None:
         response = client.post("/graph", json={field: value})
         assert response.status_code == 400 and field in response.text, (field, response.text)
     assert view(client, shape="round")["ignored_fields"] == ["shape"]
+
+
+# -- [designed here] time travel: valid_at and as_of_tx ---------------------------------------
+
+BEFORE = "2026-01-15T00:00:00Z"  # between T0 and T1
+OLD: dict[str, Any] = {  # ROOT as it was before the changes at T1
+    "nodes": [
+        {"iri": EX + "api", "label": "API", "type": EX + "Service", "deg": 2},
+        {"iri": EX + "db", "label": "DB", "type": EX + "Store", "deg": 1},
+        {"iri": EX + "web", "label": "web", "type": EX + "Service", "deg": 1},
+    ],
+    "edges": [[0, 1, "dependsOn"], [2, 0, "dependsOn"]],
+    "types": [
+        {"iri": EX + "Service", "label": "Service", "count": 2},
+        {"iri": EX + "Store", "label": "Store", "count": 1},
+    ],
+    "truncated": {"shown": 3, "of": 3, "edges_shown": 2, "edges_of": 2},
+    "stats": {"nodes": 3, "edges": 2},
+}
+NEW: dict[str, Any] = {  # ROOT now: web calls db instead of depending on api, api renamed, db retyped
+    "nodes": [
+        {"iri": EX + "db", "label": "DB", "type": EX + "Database", "deg": 2},
+        {"iri": EX + "api", "label": "Gateway", "type": EX + "Service", "deg": 1},
+        {"iri": EX + "web", "label": "web", "type": EX + "Service", "deg": 1},
+    ],
+    "edges": [[1, 0, "dependsOn"], [2, 0, "calls"]],
+    "types": [
+        {"iri": EX + "Service", "label": "Service", "count": 2},
+        {"iri": EX + "Database", "label": "Database", "count": 1},
+    ],
+    "truncated": {"shown": 3, "of": 3, "edges_shown": 2, "edges_of": 2},
+    "stats": {"nodes": 3, "edges": 2},
+}
+EMPTY: dict[str, Any] = {
+    "nodes": [],
+    "edges": [],
+    "types": [],
+    "truncated": {"shown": 0, "of": 0, "edges_shown": 0, "edges_of": 0},
+    "stats": {"nodes": 0, "edges": 0},
+}
+
+
+def history(client: TestClient) -> tuple[int, int]:
+    """Three services at T0, changed at T1: an edge retracted and another added, a label and a
+    type replaced. Returns the last transaction before the changes and the last of all."""
+    kb = kb_of(client)
+    kb.knot(PREFIXES + 'ex:api a ex:Service ; rdfs:label "API" ; ex:dependsOn ex:db .', timestamp=T0)
+    kb.knot(PREFIXES + 'ex:db a ex:Store ; rdfs:label "DB" .', timestamp=T0)
+    before = kb.knot(PREFIXES + "ex:web a ex:Service ; ex:dependsOn ex:api .", timestamp=T0).tx_id
+    kb.retract(EX + "web", EX + "dependsOn", {"iri": EX + "api"}, timestamp=T1)
+    kb.knot(PREFIXES + "ex:web ex:calls ex:db .", timestamp=T1)
+    kb.set(EX + "api", RDFS_LABEL, {"str": "Gateway"}, timestamp=T1)
+    head = kb.set(EX + "db", RDF_TYPE, {"iri": EX + "Database"}, timestamp=T1).tx_id
+    return before, head
+
+
+def test_valid_at_draws_what_was_true_then_from_current_knowledge(client: TestClient) -> None:
+    history(client)
+    assert view(client) == NEW
+    assert view(client, valid_at=BEFORE) == OLD
+    assert view(client, valid_at="2026-01-15T01:00:00+01:00") == OLD  # the same instant
+    assert view(client, valid_at=T1) == NEW  # a valid window holds its start, not its end
+    assert view(client, valid_at="2025-12-31T23:59:59Z") == EMPTY
+
+
+def test_as_of_tx_draws_what_the_store_knew_after_that_transaction(client: TestClient) -> None:
+    before, head = history(client)
+    assert view(client, as_of_tx=before) == OLD
+    assert view(client, as_of_tx=0) == EMPTY
+    assert view(client, as_of_tx=head) == view(client, as_of_tx=2**63 - 1) == NEW
+    # both: the instant after the changes, as known before them
+    assert view(client, as_of_tx=before, valid_at="2026-03-01T00:00:00Z") == OLD
+    assert view(client, as_of_tx=head, valid_at=BEFORE) == OLD
+    # each point keeps its own cached view, and the current one is untouched by them
+    assert client.post("/graph", json={}).content == client.post("/graph", json={}).content
+    assert view(client) == NEW
+
+
+def test_the_options_apply_at_a_past_point_too(client: TestClient) -> None:
+    before, _ = history(client)
+    out = view(client, as_of_tx=before, type=EX + "Store")
+    assert out["nodes"] == [{"iri": EX + "db", "label": "DB", "type": EX + "Store", "deg": 0}]
+    assert view(client, type=EX + "Store")["nodes"] == []  # db is a Database now
+    past = view(client, valid_at=BEFORE, limit=1, edge_budget=0)
+    assert past["nodes"] == OLD["nodes"][:1] and past["edges"] == []
+    assert past["truncated"] == {"shown": 1, "of": 3, "edges_shown": 0, "edges_of": 0}
+
+
+def test_a_statement_claimed_twice_is_one_edge_in_the_past_too(client: TestClient) -> None:
+    """facts.dup marks the primary claim of the current state only: after the first owner's
+    claim is retracted, history holds two claims that were each primary once."""
+    kb = kb_of(client)
+    kb.knot(PREFIXES + "ex:a ex:likes ex:b .", timestamp=T0, source="first")
+    second = kb.knot(PREFIXES + "ex:a ex:likes ex:b . ex:b ex:x 1 .", timestamp=T0, source="second").tx_id
+    kb.retract_source("first", "test", apply=True, expect=1, timestamp=T1)
+    # a claim whose valid time starts before the primary's is a second owner's too
+    kb.knot(PREFIXES + "ex:c ex:likes ex:d . ex:d ex:x 1 .", timestamp=T1, source="late")
+    kb.knot(PREFIXES + "ex:c ex:likes ex:d .", timestamp=T0, source="early")
+    ab = [
+        {"iri": EX + "a", "label": "a", "type": None, "deg": 1},
+        {"iri": EX + "b", "label": "b", "type": None, "deg": 1},
+    ]
+    cd = [
+        {"iri": EX + "c", "label": "c", "type": None, "deg": 1},
+        {"iri": EX + "d", "label": "d", "type": None, "deg": 1},
+    ]
+    for point in ({}, {"as_of_tx": second}, {"valid_at": BEFORE}, {"as_of_tx": second, "valid_at": BEFORE}):
+        out = view(client, **point)
+        assert out["nodes"][:2] == ab and out["edges"][0] == [0, 1, "likes"], point
+    assert view(client, as_of_tx=second)["edges"] == [[0, 1, "likes"]]
+    # before T1 only the early owner's claim of c likes d holds, and ex:d is no subject yet
+    c_alone = {"iri": EX + "c", "label": "c", "type": None, "deg": 0}
+    assert view(client, valid_at=BEFORE)["nodes"] == [*ab, c_alone]
+    now = view(client)
+    assert now["nodes"] == [*ab, *cd] and now["edges"] == [[0, 1, "likes"], [2, 3, "likes"]]
+
+
+def test_a_past_label_and_type_are_read_at_that_point(client: TestClient) -> None:
+    kb = kb_of(client)
+    t0 = kb.knot(PREFIXES + 'ex:a a ex:First ; rdfs:label "one" .', timestamp=T0).tx_id
+    kb.knot(PREFIXES + 'ex:a a ex:Second ; rdfs:label "two" .', timestamp=T1)
+    kb.knot(PREFIXES + "ex:a a ex:First .", timestamp=T1, source="again")  # a second claim: no move
+    kb.retract(EX + "a", RDFS_LABEL, {"str": "one"}, timestamp="2026-03-01T00:00:00Z")
+    assert view(client)["nodes"] == [{"iri": EX + "a", "label": "two", "type": EX + "Second", "deg": 0}]
+    first = [{"iri": EX + "a", "label": "one", "type": EX + "First", "deg": 0}]
+    assert view(client, as_of_tx=t0)["nodes"] == view(client, valid_at=BEFORE)["nodes"] == first
+    both = [{"iri": EX + "a", "label": "one", "type": EX + "Second", "deg": 0}]
+    assert view(client, valid_at="2026-02-15T00:00:00Z")["nodes"] == both
+
+
+def test_rule_5_a_past_view_is_byte_identical_and_writes_nothing(client: TestClient) -> None:
+    before, _ = history(client)
+    snapshot = store_snapshot(client)
+    for body in ({"valid_at": BEFORE}, {"as_of_tx": before}):
+        first = client.post("/graph", json=body).content
+        assert all(client.post("/graph", json=body).content == first for _ in range(2))
+    assert store_snapshot(client) == snapshot
+
+
+def test_a_bad_read_point_is_a_400_naming_the_field(client: TestClient) -> None:
+    for body, reason, field in (
+        ({"valid_at": "yesterday"}, "invalid_field", "valid_at"),
+        ({"valid_at": ""}, "invalid_field", "valid_at"),
+        ({"valid_at": 20260101}, "wrong_type", "valid_at"),
+        ({"as_of_tx": -1}, "invalid_field", "as_of_tx"),
+        ({"as_of_tx": 2**63}, "invalid_field", "as_of_tx"),
+        ({"as_of_tx": "3"}, "wrong_type", "as_of_tx"),
+        ({"as_of_tx": 1.5}, "wrong_type", "as_of_tx"),
+        ({"as_of_tx": True}, "wrong_type", "as_of_tx"),
+        ({"as_of_tx": 1, "valid_at": "soon"}, "invalid_field", "valid_at"),
+    ):
+        assert problem(client.post("/graph", json=body), reason)["field"] == field, body
+    # the domain names the caller's field too, not /query's "tx"
+    with pytest.raises(InvalidField) as refused:
+        kb_of(client).analytics.graph(as_of_tx=-1)
+    assert refused.value.field == "as_of_tx"

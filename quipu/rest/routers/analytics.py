@@ -8,7 +8,7 @@ transaction. All four are Annotating: unknown keys come back as ``ignored_fields
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Final
 
 from fastapi import APIRouter
 from pydantic import Field, WithJsonSchema
@@ -19,6 +19,7 @@ from quipu.rest.fields import Annotating
 router = APIRouter(tags=["analytics"])
 
 _IRI = "an absolute IRI"
+MAX_TX: Final = 2**63 - 1  # transaction ids are 64-bit integers
 
 
 class GraphRequest(Annotating):
@@ -26,12 +27,25 @@ class GraphRequest(Annotating):
     edge_budget: int = Field(4000, ge=0, description="edge budget, at most 50000")
     type: str | None = Field(None, description="keep only nodes whose recorded rdf:type is this IRI")
     include_episodes: bool = Field(False, description="draw prov:Activity episode nodes too")
+    # [designed here] time travel for the explorer's slider; the original draws only now.
+    valid_at: str | None = Field(
+        None,
+        description="draw ROOT as true at this RFC 3339 instant (facts whose valid window holds it), "
+        "from the store's current knowledge unless as_of_tx is given too",
+    )
+    as_of_tx: int | None = Field(
+        None,
+        ge=0,
+        le=MAX_TX,
+        description="draw ROOT as the store knew it after this transaction (refused while an archive "
+        "pack is mounted)",
+    )
 
 
 @router.post("/graph")
 def graph(body: GraphRequest, kb: KbDep) -> dict[str, Any]:
-    """Current ROOT as ranked, capped nodes and index-addressed edges, with a type census and
-    what the caps dropped (``truncated``)."""
+    """ROOT as ranked, capped nodes and index-addressed edges, with a type census and what the
+    caps dropped (``truncated``): now, or at ``valid_at`` and/or ``as_of_tx``."""
     return body.annotate(kb.analytics.graph(**body.fields()))
 
 

@@ -8,6 +8,10 @@ default: check test
 serve *args:
     {{uv}} run quipu-server {{args}}
 
+# A fresh ./quipu-demo.db with a month of an ops world, served at http://127.0.0.1:3030/ui/ (pass --db, --bind, --force, --no-serve)
+demo *args:
+    {{uv}} run quipu demo {{args}}
+
 # The whole test suite, on SQLite and then on a throw-away PostgreSQL cluster (scripts/test.sh;
 # it first installs SWI-Prolog for the logic memory when swipl is missing)
 test *args:

@@ -7,7 +7,7 @@ Layers, lowest first; a module may import its own package and anything in a lowe
     store        the bitemporal quad store: imports nothing above it
     core         rdfio, shacl, sparql (they may import one another, without a cycle)
     domain       documents, episodes, uploads, governance, logic, and the families to come
-    api          the composition root (``KnowledgeBase``)
+    api          the composition root (``KnowledgeBase``), and the demo graph written through it
     rest         the FastAPI app: never imports mcp
     mcp          the MCP adapter: knows tools only as REST calls, so it imports rest and the
                  foundation, never the store, a domain package or the api
@@ -79,7 +79,7 @@ LAYERS: Final[tuple[tuple[str, frozenset[str]], ...]] = (
             }
         ),
     ),
-    ("api", frozenset({"api"})),
+    ("api", frozenset({"api", "demo_graph"})),
     ("rest", frozenset({"rest"})),
     ("mcp", frozenset({"mcp"})),
     ("cli", frozenset({"cli"})),

@@ -19,6 +19,7 @@ from quipu.cli import (
     analytics,
     changes,
     data,
+    demo,
     events,
     golden_paths,
     governance,
@@ -71,6 +72,7 @@ app.add_typer(changes.app)  # changes: one page of the change feed
 app.add_typer(events.group, name="events")  # read, commit, refusals
 app.add_typer(tools.app, name="tool")  # list, call: every MCP tool as a command
 app.add_typer(models.group, name="models")  # install: the local embedding model
+app.add_typer(demo.app)  # demo: a fresh store with a month of an ops world, served with the explorer
 
 
 def _print_version(value: bool) -> None:

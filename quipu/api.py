@@ -72,7 +72,7 @@ class KnowledgeBase:
       ``propose``, ``proposals``, ``accept_proposal``, ``reject_proposal``;
     * reads: ``query``, ``query_result``, ``export``, ``export_result``, ``cord``, ``unravel``,
       ``entity``, ``entity_history``, ``entity_turtle``, ``fragments``, ``transactions``,
-      ``events``, ``stats``, ``wal_bytes``.
+      ``events``, ``stats``, ``time_span``, ``wal_bytes``.
     """
 
     def __init__(
@@ -223,7 +223,8 @@ class KnowledgeBase:
         self.transactions = partial(reads.transaction_log, db)
         self.fragments = partial(reads.fragments, db)
         self.events = partial(reads.events, db)
-        self.stats = partial(reads.StatsCache().get, db)
+        self.stats = partial(reads.stats_cache().get, db)
+        self.time_span = partial(reads.time_span_cache().get, db)  # head tx and valid-time range
         self.wal_bytes = db.wal_bytes  # SQLite's write-ahead log file now (None elsewhere)
 
     @classmethod

@@ -2,7 +2,8 @@
 # The test command (`./dev test`, and CI through .ci/run): the suite on SQLite and, at the same
 # time, on a throw-away PostgreSQL cluster (tests/backends.py reads QUIPU_TEST_DB).
 #
-# - SWI-Prolog is installed first when missing (the logic memory's tests need it).
+# - SWI-Prolog is installed first when missing (the logic memory's tests need it), and Chromium
+#   (Debian's package) for the explorer's browser tests (tests/ui).
 # - Each half spreads its tests over worker processes (pytest-xdist, whole modules per worker so
 #   that module fixtures start once): QUIPU_TEST_WORKERS per half, default 2. The two halves run
 #   side by side, because many tests wait on child processes and sockets: four workers keep two
@@ -25,6 +26,14 @@ PG_SUITE="tests --ignore=tests/logic --ignore=tests/acceptance/logic"
 
 sh scripts/ensure-swipl.sh || exit 1
 
+# Chromium installs in the background while the suite starts: the explorer's browser tests wait
+# for QUIPU_CHROMIUM_WAIT to appear (tests/ui/browser.py), then skip without a browser (a failure
+# under CI=true). Its output is shown only when it failed.
+chromium_log=$(mktemp /tmp/quipu-chromium.XXXXXX)
+QUIPU_CHROMIUM_WAIT="$chromium_log.done"
+export QUIPU_CHROMIUM_WAIT
+( sh scripts/ensure-chromium.sh >"$chromium_log" 2>&1; echo $? >"$chromium_log.tmp"; mv "$chromium_log.tmp" "$QUIPU_CHROMIUM_WAIT" ) &
+
 scratch=""
 pg_log=""
 pg_pid=""
@@ -38,6 +47,11 @@ cleanup() {
         rmdir "$scratch" 2>/dev/null || true
     fi
     [ -n "$pg_log" ] && rm -f "$pg_log"
+    if [ -s "$QUIPU_CHROMIUM_WAIT" ] && [ "$(cat "$QUIPU_CHROMIUM_WAIT")" != "0" ]; then
+        echo "== Chromium could not be installed:" >&2
+        cat "$chromium_log" >&2
+    fi
+    rm -f "$chromium_log" "$QUIPU_CHROMIUM_WAIT"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM

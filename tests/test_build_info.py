@@ -144,11 +144,22 @@ def wheel_stamp(wheel: Path) -> tuple[str, bool]:
         return stamp_of(z.read("quipu/_build_info.py").decode())
 
 
+def explorer_files(wheel: Path) -> set[str]:
+    """The web explorer's package data in a wheel (``pip install quipu`` serves /ui from it)."""
+    with zipfile.ZipFile(wheel) as z:
+        return {n.removeprefix("quipu/rest/ui_assets/") for n in z.namelist() if "/ui_assets/" in n}
+
+
+EXPLORER = {"index.html", "explorer.css", "js/main.js", "vendor/d3-force.min.js", "vendor/LICENSE-d3.txt"}
+
+
 @needs_git
 def test_wheel_and_sdist_carry_the_stamp_and_a_wheel_built_from_the_sdist_keeps_it(tmp_path: Path) -> None:
     project = copy_project(tmp_path / "checkout")
     sha = make_repo(project, {})
-    assert wheel_stamp(build(project, "wheel", tmp_path / "dist")) == (sha, False)
+    wheel = build(project, "wheel", tmp_path / "dist")
+    assert wheel_stamp(wheel) == (sha, False)
+    assert explorer_files(wheel) >= EXPLORER
 
     sdist = build(project, "sdist", tmp_path / "dist")
     with tarfile.open(sdist) as tar:
@@ -156,7 +167,9 @@ def test_wheel_and_sdist_carry_the_stamp_and_a_wheel_built_from_the_sdist_keeps_
     (unpacked,) = (tmp_path / "unpacked").iterdir()
     assert stamp_of((unpacked / "quipu" / "_build_info.py").read_text()) == (sha, False)
     assert not (unpacked / ".git").exists()
-    assert wheel_stamp(build(unpacked, "wheel", tmp_path / "from-sdist")) == (sha, False)
+    rebuilt = build(unpacked, "wheel", tmp_path / "from-sdist")
+    assert wheel_stamp(rebuilt) == (sha, False)
+    assert explorer_files(rebuilt) >= EXPLORER
 
 
 def test_a_source_tree_without_git_builds_with_an_unknown_stamp(tmp_path: Path) -> None:

@@ -28,7 +28,7 @@ from quipu.api import KnowledgeBase
 from quipu.config import Settings
 from quipu.errors import ConfigError
 from quipu.logic.service import LogicHost
-from quipu.rest import problems, route_table
+from quipu.rest import explorer, problems, route_table
 from quipu.rest.auth import Credentials, guard
 from quipu.rest.lanes import Lanes, admission
 from quipu.rest.middleware import AccessLog, BodyLimit, JsonText
@@ -190,6 +190,7 @@ def create_app(settings: Settings, extensions: Sequence[Extension] = (), *, deli
     # Our routers' own route lists (FastAPI keeps an included router as one opaque entry).
     for extension in extensions:
         extension.install(app)
+    explorer.install(app)  # the web explorer's files at /ui (docs/ui.md)
     missing = route_table.unclassified(
         route_table.served_routes(r for router in routers for r in router.routes)
     )

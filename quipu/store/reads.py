@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from sqlalchemy import Connection, func, or_, select
@@ -444,30 +444,60 @@ def fragments(
 # -- stats -----------------------------------------------------------------------------------
 
 
-class StatsCache:
-    """ROOT counts, recomputed only when the transaction head has moved."""
+class _PerHead:
+    """One value of a store, recomputed only when the transaction head has moved."""
 
-    def __init__(self) -> None:
+    def __init__(self, compute: Callable[[Connection, int], dict[str, Any]]) -> None:
+        self._compute = compute
         self._lock = threading.Lock()
         self._head = -1
-        self._value: dict[str, int] = {}
+        self._value: dict[str, Any] = {}
 
-    def get(self, db: Database) -> dict[str, int]:
+    def get(self, db: Database) -> dict[str, Any]:
         with db.read() as conn:
             head = db.head_tx(conn)
             with self._lock:
                 if head == self._head:
                     return dict(self._value)
-            live = (
-                select(facts.c.e, facts.c.a, facts.c.v)
-                .distinct()
-                .where(visible(facts, None, None), facts.c.g == ROOT)
-                .subquery()
-            )
-            row = conn.execute(
-                select(func.count(), func.count(live.c.e.distinct()), func.count(live.c.a.distinct()))
-            ).one()
-        value = {"facts": int(row[0]), "entities": int(row[1]), "predicates": int(row[2])}
+            value = self._compute(conn, head)
         with self._lock:
             self._head, self._value = head, value
         return dict(value)
+
+
+def _counts(conn: Connection, head: int) -> dict[str, Any]:
+    live = (
+        select(facts.c.e, facts.c.a, facts.c.v)
+        .distinct()
+        .where(visible(facts, None, None), facts.c.g == ROOT)
+        .subquery()
+    )
+    row = conn.execute(
+        select(func.count(), func.count(live.c.e.distinct()), func.count(live.c.a.distinct()))
+    ).one()
+    return {"facts": int(row[0]), "entities": int(row[1]), "predicates": int(row[2])}
+
+
+def _time_span(conn: Connection, head: int) -> dict[str, Any]:
+    c = facts.c
+    row = conn.execute(
+        select(func.min(c.valid_from), func.max(c.valid_from), func.max(c.valid_to)).where(
+            c.g == ROOT, c.op == OP_ASSERT
+        )
+    ).one()
+    # Stored instants share one normalised form (times.normalise_valid_at), so text order is time
+    # order and min/max need no parsing.
+    latest = max((t for t in (row[1], row[2]) if t is not None), default=None)
+    return {"head_tx": int(head), "valid_time": {"earliest": row[0], "latest": latest}}
+
+
+def stats_cache() -> _PerHead:
+    """ROOT counts: distinct statements, subjects and predicates of the current state."""
+    return _PerHead(_counts)
+
+
+def time_span_cache() -> _PerHead:
+    """Where ROOT's history lies, for a time slider: the transaction head, and the earliest and
+    latest valid-time instants any ROOT assertion names (a valid_from, or a closed valid_to);
+    one scan of ROOT's assertions."""
+    return _PerHead(_time_span)

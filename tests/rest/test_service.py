@@ -66,5 +66,23 @@ def test_stats_count_statements_not_claims(client: TestClient) -> None:
     kb.knot(doc, "nt", source="two")  # a second owner: one statement, two claims
     body = client.get("/stats").json()
     wal = body.pop("wal_bytes")
+    span = body.pop("valid_time"), body.pop("head_tx")
     assert body == {"facts": 1, "entities": 1, "predicates": 1}
+    assert span == ({"earliest": span[0]["earliest"], "latest": span[0]["earliest"]}, 2)
     assert (wal is None) if on_postgres() else (isinstance(wal, int) and wal >= 0)
+
+
+def test_stats_give_the_valid_time_range_and_the_head(client: TestClient) -> None:
+    """The explorer's time slider spans ROOT's history: the earliest valid_from, and the latest
+    valid_from or closed valid_to; a retraction closing a window moves the latest."""
+    kb = client.app.state.kb  # type: ignore[attr-defined]
+    empty = client.get("/stats").json()
+    assert (empty["head_tx"], empty["valid_time"]) == (0, {"earliest": None, "latest": None})
+    kb.knot("<http://ex.org/a> <http://ex.org/b> <http://ex.org/c> .", "nt", timestamp="2026-11-01T00:00:00Z")
+    kb.knot('<http://ex.org/a> <http://ex.org/d> "1" .', "nt", timestamp="2026-11-10T00:00:00Z")
+    body = client.get("/stats").json()
+    assert body["valid_time"] == {"earliest": "2026-11-01T00:00:00Z", "latest": "2026-11-10T00:00:00Z"}
+    kb.retract("http://ex.org/a", predicate="http://ex.org/b", timestamp="2026-11-20T00:00:00Z")
+    body = client.get("/stats").json()
+    assert body["valid_time"] == {"earliest": "2026-11-01T00:00:00Z", "latest": "2026-11-20T00:00:00Z"}
+    assert body["head_tx"] == kb.transactions()["transactions"][-1]["id"]

@@ -19,6 +19,11 @@ class Health(BaseModel):
     status: str
 
 
+class ValidTime(BaseModel):
+    earliest: str | None
+    latest: str | None
+
+
 class Stats(BaseModel):
     facts: int
     entities: int
@@ -26,6 +31,10 @@ class Stats(BaseModel):
     # The SQLite write-ahead log's size now (null on PostgreSQL and in memory): a log that keeps
     # growing means checkpoints are being starved (docs/store.md).
     wal_bytes: int | None
+    # Where the history lies, for a time slider such as the explorer's [designed here]: the
+    # latest transaction id, and the first and last valid-time instants ROOT's assertions name.
+    head_tx: int
+    valid_time: ValidTime
 
 
 class Version(BaseModel):
@@ -42,9 +51,10 @@ async def health(_: NoArguments) -> dict[str, str]:
 
 
 @router.get("/stats", response_model=Stats)
-def stats(kb: KbDep, _: NoArguments) -> dict[str, int | None]:
-    """Counts of ROOT's current statements, entities and predicates (cached per transaction head)."""
-    return {**kb.stats(), "wal_bytes": kb.wal_bytes()}
+def stats(kb: KbDep, _: NoArguments) -> dict[str, Any]:
+    """Counts of ROOT's current statements, entities and predicates, the transaction head and
+    the valid-time range of ROOT's history (cached per transaction head)."""
+    return {**kb.stats(), "wal_bytes": kb.wal_bytes(), **kb.time_span()}
 
 
 @router.get("/version", response_model=Version)

@@ -96,7 +96,7 @@ def _split(text: str) -> Template | None:
             begun = True
         elif kind == "iri" and begun:
             iri = match.group()[1:-1]
-            if not iri.isascii() and not _encodable(iri):
+            if not iri.isascii() and not values.encodable(iri):
                 return None  # the ordinary parse refuses it with its own message
             parts.append(text[last : match.start()])
             slots.append(iris.setdefault(iri, len(iris)))
@@ -105,14 +105,6 @@ def _split(text: str) -> Template | None:
         return None
     parts.append(text[last:])
     return Template(tuple(parts), tuple(slots), tuple(iris))
-
-
-def _encodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 # How a slot's id is bound: as the id, as its Ref encoding, or as that encoding's digest (the

@@ -54,6 +54,15 @@ _pack_q = struct.Struct("<q").pack
 _pack_d = struct.Struct("<d").pack
 
 
+def encodable(text: str) -> bool:
+    """Whether ``text`` has a UTF-8 form (a lone surrogate has none, so no stored term is it)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def digest(data: bytes) -> bytes:
     """The 16-byte digest that indexes stand on (first half of SHA-256)."""
     return hashlib.sha256(data).digest()[:16]

@@ -168,6 +168,9 @@ class LogicSettings(_Section):
     """The zpm-compatible logic memory (``/logic/<tool>``)."""
 
     project: str | None = None  # the folder whose .zpm/ is used; None: discover from the cwd
+    # The store (a file path or database URL) zpm's rdf/3 family reads (docs/logic.md);
+    # quipu-server always reads its own store.
+    store: str | None = None
 
 
 class GovernanceSettings(_Section):

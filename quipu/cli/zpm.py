@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
@@ -220,8 +221,20 @@ def cmd_serve(args: Sequence[str], err: TextIO) -> int:
     from quipu.logic.project import ProjectNotFound, discover
     from quipu.mcp.zpm_stdio import serve_stdio
 
-    if args:
-        return _usage(f"unexpected argument {args[0]!r}", "serve", err)
+    store: str | None = None
+    rest = list(args)
+    if rest and (rest[0] == "--db" or rest[0].startswith("--db=")):
+        flag = rest.pop(0)
+        if flag == "--db":
+            if not rest:
+                return _usage("--db needs a store path or URL", "serve", err)
+            store = rest.pop(0)
+        else:
+            store = flag.removeprefix("--db=")
+        if not store:
+            return _usage("--db needs a store path or URL", "serve", err)
+    if rest:
+        return _usage(f"unexpected argument {rest[0]!r}", "serve", err)
     try:
         project = discover()
     except ProjectNotFound as exc:
@@ -229,7 +242,7 @@ def cmd_serve(args: Sequence[str], err: TextIO) -> int:
         return 1
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(message)s")
     try:
-        anyio.run(serve_stdio, project)
+        anyio.run(partial(serve_stdio, project, store=store))
     except BrokenPipeError:
         return 0  # the client closed the stream: nobody left to answer
     except KeyboardInterrupt:
@@ -260,10 +273,11 @@ def cmd_tool(tool: LogicTool, command: CliCommand, args: Sequence[str], out: Tex
 def run_tool(project: Project, tool: LogicTool, arguments: dict[str, Any], err: TextIO) -> tuple[str, bool]:
     """One call on a fresh runtime of ``project``, closed again: the text and whether it is an error."""
     from quipu.errors import QuipuError
+    from quipu.logic.graph_bridge import StoreAt
     from quipu.logic.service import LogicHost
     from quipu.mcp.zpm_stdio import EXECUTION_FAILED
 
-    host = LogicHost(project.root)
+    host = LogicHost(project.root, graph=StoreAt())  # rdf/3 ... read [quipu.logic] store
     try:
         result = host.service().call(tool.name, arguments)
     except QuipuError as exc:
@@ -292,7 +306,11 @@ def run(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
         return cmd_init(rest, out, err)
     if first == "serve":
         if _HELP_FLAGS & set(rest):
-            out.write(f"USAGE: {PROG} serve\n\n{_BUILTINS[1][1]}.\n")
+            out.write(
+                f"USAGE: {PROG} serve [--db PATH]\n\n{_BUILTINS[1][1]}.\n\n"
+                "  --db PATH  the quipu store (file or database URL) that rdf/3, rdf/4, rdf_at/4 and\n"
+                "             rdf_tx/4 read; default: [quipu.logic] store in quipu's config\n"
+            )
             return 0
         return cmd_serve(rest, err)
     if first == "upgrade":

@@ -50,6 +50,7 @@ from quipu.logic.errors import (
     EngineUnavailable,
     GoalRefused,
     GoalTimeout,
+    GraphUnavailable,
     LogicError,
     PrologSyntaxError,
     StackLimit,
@@ -529,6 +530,8 @@ class Engine:
             raise PrologSyntaxError(str(args[0]))
         if name == "limit":
             raise _limit_error(args[0], seconds)
+        if name == "graph":
+            raise GraphUnavailable(str(args[0]))
         if name == "error" and len(args) == 2:
             raise EngineError(str(args[1]))
         raise EngineError(f"unexpected engine result {result!r}")

@@ -105,3 +105,10 @@ class EngineError(LogicError):
 
     status = 500
     reason = "engine_error"
+
+
+class GraphUnavailable(LogicError):
+    """A graph predicate (rdf/3 ...) could not read the knowledge graph: no store is wired in,
+    or the store refused the read. Said, never turned into "no solutions"."""
+
+    reason = "graph_unavailable"

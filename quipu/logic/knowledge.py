@@ -26,7 +26,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from quipu.logic.engine import MAX_SOLUTIONS
-from quipu.logic.errors import EngineDied, EngineLimit, GoalRefused, LogicError, PrologSyntaxError
+from quipu.logic.errors import (
+    EngineDied,
+    EngineLimit,
+    GoalRefused,
+    GraphUnavailable,
+    LogicError,
+    PrologSyntaxError,
+)
 from quipu.logic.terms import Atom, prolog_string, solutions_json
 from quipu.logic.tooling import (
     DEFAULT_MEMORY,
@@ -162,6 +169,8 @@ class KnowledgeService(EngineTools):
             solutions = self.engine.query(memory, goal)
         except (PrologSyntaxError, GoalRefused, EngineLimit):  # §4.4, R-Q1, R-Q2, R-Q4
             raise ToolFailure(QUERY_FAILED) from None
+        except GraphUnavailable as exc:  # the graph predicates never fail silently (docs/logic.md)
+            raise ToolFailure(f"{QUERY_FAILED}: {exc}") from None
         except EngineDied:
             raise
         except LogicError:
@@ -373,10 +382,15 @@ def _short_reason(message: str) -> str:
 
 
 def _tree(value: Any) -> dict[str, Any]:
-    """node(Goal, Rule, Children) into the proof-tree object, keys in order (R-E2)."""
-    _, (goal, rule, children) = result_parts(value)
+    """node(Goal, Rule, Children) into the proof-tree object, keys in order (R-E2). A
+    knowledge-graph fact is node(Goal, graph, [], Tx): a leaf that also names its transaction."""
+    _, parts = result_parts(value)
+    goal, rule, children = parts[:3]
     kids: Any = "truncated" if children == "truncated" else [_tree(child) for child in children]
-    return {"goal": str(goal), "rule_applied": str(rule), "children": kids}
+    node = {"goal": str(goal), "rule_applied": str(rule), "children": kids}
+    if len(parts) == 4:
+        node["tx"] = int(parts[3])
+    return node
 
 
 # The shared names other code imports from here (quipu/logic/tooling.py defines them).

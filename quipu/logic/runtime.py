@@ -35,6 +35,7 @@ from typing import Any
 from quipu.logic.clause_split import split_clauses
 from quipu.logic.engine import Engine, functor_parts
 from quipu.logic.errors import LogicError
+from quipu.logic.graph_bridge import GraphBridge, GraphSource, NoGraph
 from quipu.logic.journal import OPS, Entry, Journal, Op, Record, read_journal
 from quipu.logic.knowledge import HELPER as KNOWLEDGE_HELPER
 from quipu.logic.project import (
@@ -55,6 +56,7 @@ from quipu.logic.terms import prolog_string
 from quipu.logic.tooling import Mode, ToolHandler, ToolResult, ToolService, run_tool
 
 HELPER = Path(__file__).parent / "prolog" / "runtime.pl"
+GRAPH_HELPER = Path(__file__).parent / "prolog" / "graph.pl"
 RECORD_PREDICATES = (("tms_justification", 2), ("zpm_source", 2))
 
 _REPLAY_ENTRIES = 5000  # journal entries per engine call
@@ -174,9 +176,13 @@ class LogicRuntime:
         warn: Callable[[str], None] = _stderr,
         env: Mapping[str, str] | None = None,
         owns_engine: bool = True,
+        graph: GraphSource | None = None,
     ) -> None:
         self.project = project
         self.engine = engine
+        # rdf/3 and friends read the knowledge graph through this bridge; without a store its
+        # every answer names the setting that would give one (quipu/logic/graph_bridge.py).
+        self.graph = GraphBridge(NoGraph() if graph is None else graph)
         self.warn = warn
         self.env = env
         self.lock = threading.RLock()
@@ -195,6 +201,7 @@ class LogicRuntime:
         engine: Engine | None = None,
         warn: Callable[[str], None] = _stderr,
         env: Mapping[str, str] | None = None,
+        graph: GraphSource | None = None,
     ) -> LogicRuntime:
         """Discover the project from ``start`` (default: the working directory; raises
         ``ProjectNotFound``), start the engine (or use ``engine``, which is then not closed by
@@ -204,7 +211,7 @@ class LogicRuntime:
             warn(problem)
         own = engine is None
         eng = Engine() if engine is None else engine
-        runtime = cls(project, eng, warn=warn, env=env, owns_engine=own)
+        runtime = cls(project, eng, warn=warn, env=env, owns_engine=own, graph=graph)
         try:
             runtime._boot()
         except BaseException:
@@ -214,6 +221,9 @@ class LogicRuntime:
 
     def _boot(self) -> None:
         self.engine.start()
+        self.engine.load_helper(GRAPH_HELPER)  # before any memory: each imports it
+        self._connect_graph(self.engine)
+        self.engine.add_restart_hook(self._connect_graph)
         self.engine.load_helper(KNOWLEDGE_HELPER)
         self.engine.load_helper(HELPER)
         mounts = self._manifest_mounts()
@@ -234,6 +244,10 @@ class LogicRuntime:
             except (ValueError, LogicError) as exc:
                 self.warn(f"zpm: memory '{mount.name}' not mounted: {exc}")
         self.engine.add_restart_hook(self._reload_all)
+
+    def _connect_graph(self, engine: Engine) -> None:
+        """Tell the engine where the graph bridge listens (at start and after a restart)."""
+        engine.call_helper(f"quipu_graph:qg_set_endpoint({prolog_string(str(self.graph.path))}), R = ok")
 
     def _manifest_mounts(self) -> list[Mount]:
         """The manifest's entries; on first boot the manifest is created (R-M5)."""
@@ -261,6 +275,7 @@ class LogicRuntime:
                 mounted.journal.close()
         if self._owns_engine:
             self.engine.close()
+        self.graph.close()
 
     def __enter__(self) -> LogicRuntime:
         return self

@@ -6,7 +6,8 @@ all calls on the engine are serialised whichever service runs them (R-T3). ``cal
 arguments)`` dispatches by tool name and returns the tool's ``ToolResult``; a name that is not one
 of the 29 tools is a ``KeyError`` (a protocol error, R-T8, never a tool result).
 
-``LogicHost(project)`` is what the REST app holds: nothing is started until the first logic call
+``LogicHost(project, graph=...)`` is what the REST app holds (``graph``: the store its rdf/3 family
+reads, quipu/logic/graph_bridge.py): nothing is started until the first logic call
 (``service()``), so a server without SWI-Prolog or without a ``.zpm/`` project still serves the
 quad store, and each logic call then raises the error naming what is missing
 (``EngineUnavailable``, ``ProjectNotFound``). A failed open is not remembered: the next call
@@ -23,6 +24,7 @@ from typing import Any, Protocol
 
 from quipu.errors import ConfigError
 from quipu.logic.errors import EngineUnavailable
+from quipu.logic.graph_bridge import GraphSource
 from quipu.logic.knowledge import KnowledgeService, ToolResult
 from quipu.logic.memory_tools import MemoryService, RuntimeOverview
 from quipu.logic.persistence_tools import PersistenceService
@@ -84,8 +86,9 @@ class LogicHost:
     ``project`` is the folder whose ``.zpm/`` is used (setting ``logic.project``); None discovers
     the project from the working directory upwards (R-B1). Thread-safe."""
 
-    def __init__(self, project: str | Path | None = None) -> None:
+    def __init__(self, project: str | Path | None = None, *, graph: GraphSource | None = None) -> None:
         self.project = None if project is None else Path(project)
+        self.graph = graph  # what rdf/3 ... read (None: they say no store is wired in)
         self._lock = threading.Lock()
         self._runtime: LogicRuntime | None = None
         self._service: LogicService | None = None
@@ -103,7 +106,7 @@ class LogicHost:
                 return self._service
             if self._closed:
                 raise EngineUnavailable("the logic memory is closed: the server is shutting down")
-            runtime = LogicRuntime.open(self._start())
+            runtime = LogicRuntime.open(self._start(), graph=self.graph)
             try:
                 service = LogicService(runtime)
             except BaseException:

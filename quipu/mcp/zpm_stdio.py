@@ -103,15 +103,17 @@ class ServiceClient:
     again and answers as the REST route would: the engine's own text where the tool names a
     missing engine, else ``ExecutionFailed``, with the reason on stderr (R-T9)."""
 
-    def __init__(self, project: Project) -> None:
+    def __init__(self, project: Project, store: str | None = None) -> None:
         self._root = project.root
+        self._store = store  # what rdf/3 ... read: this store, else [quipu.logic] store
         self._host: LogicHost | None = None
         self._opening: threading.Thread | None = None
 
     def _new_host(self) -> LogicHost:
+        from quipu.logic.graph_bridge import StoreAt
         from quipu.logic.service import LogicHost  # the engine's modules: 0.13 s
 
-        return LogicHost(self._root)
+        return LogicHost(self._root, graph=StoreAt(self._store))
 
     def start(self) -> None:
         """Import the service and open the runtime on a daemon thread (see the class docstring)."""
@@ -244,16 +246,21 @@ class McpSession:
 
 
 async def serve_stdio(
-    project: Project, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None
+    project: Project,
+    stdin: BinaryIO | None = None,
+    stdout: BinaryIO | None = None,
+    *,
+    store: str | None = None,
 ) -> None:
     """The MCP loop over ``project`` until end-of-file on ``stdin`` (R-T5), then a clean close.
 
-    With no streams given it takes the process's stdin and claims its stdout."""
+    With no streams given it takes the process's stdin and claims its stdout. ``store``: the
+    knowledge graph the rdf/3 family reads (``zpm serve --db``; else ``[quipu.logic] store``)."""
     import anyio.lowlevel
 
     reader = stdin if stdin is not None else sys.stdin.buffer
     writer = stdout if stdout is not None else claim_stdout()
-    client = ServiceClient(project)
+    client = ServiceClient(project, store)
     client.start()
     try:
         session = McpSession(client.call)

@@ -27,6 +27,7 @@ import quipu
 from quipu.api import KnowledgeBase
 from quipu.config import Settings
 from quipu.errors import ConfigError
+from quipu.logic.graph_bridge import StoreGraph
 from quipu.logic.service import LogicHost
 from quipu.rest import explorer, problems, route_table
 from quipu.rest.auth import Credentials, guard
@@ -148,7 +149,8 @@ def create_app(settings: Settings, extensions: Sequence[Extension] = (), *, deli
     app.state.settings = settings
     app.state.credentials = Credentials.from_settings(settings.server)
     # Opened on the first /logic call: no engine or project must not stop the quad store.
-    app.state.logic = LogicHost(settings.logic.project)
+    # The logic memory's rdf/3 family reads this server's own store (opened by the lifespan).
+    app.state.logic = LogicHost(settings.logic.project, graph=StoreGraph(lambda: app.state.kb.db))
     problems.install(app)
     # The logic routes first: FastAPI matches routers in order, and zpm serve's every tool call is
     # one of them (no other path starts with /logic/, so no match changes).

@@ -168,3 +168,28 @@ def test_the_runtime_opens_on_the_first_logic_call_and_closes_at_shutdown(
         runtime = host.service().runtime
     assert runtime.closed
     assert not host.opened
+
+
+def test_the_servers_logic_memory_reads_its_own_graph(client: TestClient) -> None:
+    """quipu-server wires its store into the logic memory: rdf/3 answers from it (docs/logic.md),
+    at the current state and at a past valid time, on either backend."""
+    kb = client.app.state.kb  # type: ignore[attr-defined]
+    kb.knot(
+        "<http://ex.org/svc> <http://ex.org/ownedBy> <http://ex.org/payments> .",
+        "nt",
+        timestamp="2026-11-01T00:00:00Z",
+    )
+    kb.set(
+        "http://ex.org/svc",
+        "http://ex.org/ownedBy",
+        {"iri": "http://ex.org/growth"},
+        timestamp="2026-11-10T00:00:00Z",
+    )
+
+    def owner(goal: str) -> Any:
+        response = client.post("/logic/query_logic", json={"goal": goal})
+        return json.loads(_text(response))
+
+    assert owner("rdf('http://ex.org/svc', 'http://ex.org/ownedBy', T)") == [{"T": "http://ex.org/growth"}]
+    past = "rdf_at('http://ex.org/svc', 'http://ex.org/ownedBy', T, '2026-11-05T00:00:00Z')"
+    assert owner(past) == [{"T": "http://ex.org/payments"}]

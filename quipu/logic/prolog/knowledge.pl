@@ -247,7 +247,8 @@ qk_solve_error(E, Result) :-
 %   qk_explain(+M, +Text, +MaxDepth, -Result): the proof of the first solution (R-E1..R-E5).
 %   Result: ok(false) | ok(true, Tree) | refused(Why) | syntax(Msg) | limit(Kind), where
 %   Tree = node(GoalText, Rule, Children), Rule = fact | builtin | conjunction | RuleText,
-%   Children = [Tree, ...] | truncated. MaxDepth < 0: no limit.
+%   Children = [Tree, ...] | truncated, or node(GoalText, graph, [], Tx) for a knowledge-graph
+%   fact (rdf/3 ...) and the transaction that asserted it. MaxDepth < 0: no limit.
 qk_explain(M, Text, MaxDepth, Result) :-
     (   catch(qk_explain_(M, Text, MaxDepth, R0), E, qk_explain_error(E, R0))
     ->  Result = R0
@@ -292,8 +293,18 @@ qk_solve(G, M, How) :-
     ;   How = rule(Ref, Nodes),
         qk_body(Body, M, Choice, Nodes)
     ).
+qk_solve(G, M, graph(Tx)) :-              % a knowledge-graph fact: a leaf with its transaction
+    qk_graph_goal(G, M), !,
+    catch(M:G, E, qk_builtin_error(E)),
+    quipu_graph:qg_proof_tx(G, Tx).
 qk_solve(G, M, builtin) :-
     catch(M:G, E, qk_builtin_error(E)).
+
+qk_graph_goal(G, M) :-
+    callable(G),
+    functor(G, N, A),
+    quipu_logic:ql_graph_predicate(N/A),
+    predicate_property(M:G, implementation_module(quipu_graph)).
 
 qk_builtin_error(E) :-
     (   quipu_logic:ql_limit_error(E, _)
@@ -312,6 +323,8 @@ qk_body(!, _, Choice, [n(!, builtin)]) :- !,
 qk_body(G, M, _, [n(G, How)]) :-
     qk_solve(G, M, How).
 
+qk_tree(n(G, graph(Tx)), _, _, node(GoalText, graph, [], Tx)) :- !,
+    quipu_logic:ql_render(G, [], GoalText).
 qk_tree(n(G, How), Depth, Max, node(GoalText, Rule, Children)) :-
     quipu_logic:ql_render(G, [], GoalText),
     qk_rule(How, Rule, Nodes),

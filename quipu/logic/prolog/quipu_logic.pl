@@ -42,7 +42,16 @@ ql_ensure_memory(M) :-
     ->  true
     ;   set_module(M:base(system)),
         set_module(M:class(user)),
+        ql_graph_import(M),
         assertz(ql_memory(M))
+    ).
+
+%   ql_graph_import(+M): the graph predicates (rdf/3 ..., prolog/graph.pl) are visible in
+%   every memory, before system, once that helper is loaded.
+ql_graph_import(M) :-
+    (   current_module(quipu_graph)
+    ->  add_import_module(M, quipu_graph, start)
+    ;   true
     ).
 
 ql_memories(Ms) :-
@@ -244,6 +253,10 @@ ql_check_head(H) :-
     ;   H = _:_
     ->  throw(ql("the head must not be module-qualified"))
     ;   functor(H, N, A),
+        ql_graph_predicate(N/A)
+    ->  format(string(Msg), "~q reads quipu's knowledge graph and is read-only here: write facts to the graph through quipu (knot, set)", [N/A]),
+        throw(ql(Msg))
+    ;   functor(H, N, A),
         \+ ql_iso_directive(N/A),
         (   predicate_property(system:H, iso)
         ;   ql_control(N/A)
@@ -280,6 +293,12 @@ ql_clause(M, H, B, Ref) :-
 
 %   ISO directives that are no ISO built-in predicate: SWI-Prolog marks them iso, but as a
 %   user's predicate name (dynamic(d1)) they collide with nothing a query needs.
+%   The knowledge graph's predicates (prolog/graph.pl): no memory may define or assert them.
+ql_graph_predicate(rdf/3).
+ql_graph_predicate(rdf/4).
+ql_graph_predicate(rdf_at/4).
+ql_graph_predicate(rdf_tx/4).
+
 ql_iso_directive((dynamic)/1).
 ql_iso_directive((discontiguous)/1).
 ql_iso_directive((multifile)/1).
@@ -473,7 +492,7 @@ ql_solutions(Goal, Template, Max, Sols) :-
     catch(findall(Template, limit(Max, Goal), Sols), E, ql_runtime_error(E, Sols)).
 
 ql_runtime_error(E, []) :-
-    ql_limit_error(E, _), !,
+    ( ql_limit_error(E, _) ; E = quipu_graph_error(_) ), !,
     throw(E).
 ql_runtime_error(_, []).
 
@@ -486,6 +505,8 @@ ql_query_error(E, Result) :-
     ->  Result = limit(Kind)
     ;   E = ql_refused(Why)
     ->  Result = refused(Why)
+    ;   E = quipu_graph_error(Why)       % the graph could not answer: said, never no solutions
+    ->  Result = graph(Why)
     ;   E = error(syntax_error(_), _)
     ->  ql_error_text(E, Msg),
         Result = syntax(Msg)
@@ -860,6 +881,7 @@ ql_allowed_library(ctypes).
 ql_allowed_library(dcg_basics).
 ql_allowed_library(clpfd).
 ql_allowed_library(listing).
+ql_allowed_library(quipu_graph).        % rdf/3 ...: reads the knowledge graph, never writes
 
 %   ql_denied(+Name, +Arity): system predicates that exit, run processes, touch files or
 %   streams, load code, change flags or operators, or change a database (R-Q4).

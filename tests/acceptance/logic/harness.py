@@ -106,9 +106,9 @@ def run_batch(
 class Session:
     """A live ``zpm serve`` process: send a line, wait for the response with an id."""
 
-    def __init__(self, cwd: Path, env: Mapping[str, str] | None = None) -> None:
+    def __init__(self, cwd: Path, env: Mapping[str, str] | None = None, args: Sequence[str] = ()) -> None:
         self.process = subprocess.Popen(
-            [str(ZPM), "serve"],
+            [str(ZPM), "serve", *args],
             cwd=cwd,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -187,8 +187,10 @@ class Session:
 
 
 @contextmanager
-def session(cwd: Path, *, initialize: bool = True, env: Mapping[str, str] | None = None) -> Iterator[Session]:
-    served = Session(cwd, env)
+def session(
+    cwd: Path, *, initialize: bool = True, env: Mapping[str, str] | None = None, args: Sequence[str] = ()
+) -> Iterator[Session]:
+    served = Session(cwd, env, args)
     try:
         if initialize:
             served.initialize()

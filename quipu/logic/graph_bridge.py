@@ -155,11 +155,16 @@ class GraphBridge:
             threading.Thread(target=self._serve, args=(conn,), name="quipu-graph-conn", daemon=True).start()
 
     def _serve(self, conn: socket.socket) -> None:
-        with conn, conn.makefile("rb") as reader, conn.makefile("wb") as writer:
+        # A goal stopped by its time limit ends with its engine restarted: the connection goes
+        # away mid-answer, which is no error of the bridge's.
+        with contextlib.suppress(OSError), conn, conn.makefile("rb") as reader, conn.makefile("wb") as writer:
             while not self._closed.is_set():
                 line = reader.readline(MAX_LINE + 1)
                 if not line:
                     return
+                rest = line
+                while len(rest) > MAX_LINE and not rest.endswith(b"\n"):
+                    rest = reader.readline(MAX_LINE + 1)  # skip the rest: one request, one reply
                 reply = self.answer(line)
                 writer.write(json.dumps(reply, ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
                 writer.flush()

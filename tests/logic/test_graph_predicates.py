@@ -238,3 +238,10 @@ def test_explain_why_shows_graph_facts_as_leaves_with_their_transaction(
     assert [leaf.get("tx") for leaf in leaves] == [None, tx, tx]
     assert leaves[1]["goal"] == f"rdf({iri('checkout')}, {iri('testRun')}, {iri('run1')})"
     assert leaves[1]["children"] == []
+
+
+def test_a_huge_bound_literal_is_refused_and_the_next_call_still_answers(logic: LogicService) -> None:
+    huge = "x" * 100_000
+    result = logic.call("query_logic", {"goal": f"rdf(S, P, literal('{huge}'))"})
+    assert result.is_error and "longer than" in result.text
+    assert ask(logic, f"rdf(S, {iri('status')}, literal(passed))") == [{"S": EX + "run2"}]

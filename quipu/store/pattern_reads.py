@@ -294,7 +294,9 @@ def _object(o: object) -> tuple[str | None, bytes | None]:
         f"'o' must be None, ('iri', text) or ('literal', lexical, datatype or None, lang or None), got {o!r}",
         field="o",
     )
-    if not isinstance(o, tuple) or not all(x is None or (isinstance(x, str) and values.encodable(x)) for x in o):
+    if not isinstance(o, tuple) or not all(
+        x is None or (isinstance(x, str) and values.encodable(x)) for x in o
+    ):
         raise bad
     if len(o) == 2 and o[0] == "iri" and o[1]:
         return o[1], None

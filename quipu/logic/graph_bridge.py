@@ -122,6 +122,13 @@ class StoreAt(StoreGraph):
                 self._db = Database(location)
             return self._db
 
+    def close(self) -> None:
+        """Close the store this source opened (the bridge calls it as it closes)."""
+        with self._lock:
+            db, self._db = self._db, None
+        if db is not None:
+            db.close()
+
 
 class GraphBridge:
     """The listening thread. ``path`` is the socket the engine connects to."""
@@ -145,6 +152,9 @@ class GraphBridge:
         self._server.close()
         self._thread.join(timeout=5)
         shutil.rmtree(self._dir, ignore_errors=True)
+        closing = getattr(self.source, "close", None)  # a source that opened its own store
+        if closing is not None:
+            closing()
 
     def _accept(self) -> None:
         while not self._closed.is_set():

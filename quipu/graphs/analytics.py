@@ -21,7 +21,7 @@ from quipu.graphs.pagerank import DAMPING, MAX_ITERS, TOLERANCE
 from quipu.identity import Authenticated
 from quipu.store import graph_scope, values
 from quipu.store.database import Database
-from quipu.store.reads import I64_MAX
+from quipu.store.reads import read_point_tx
 from quipu.store.schema import ROOT
 from quipu.store.views import TemporalView
 
@@ -72,9 +72,7 @@ class Analytics:
         from quipu.graphs import node_link
         from quipu.store.projection import reference_claims
 
-        if isinstance(as_of_tx, int) and not isinstance(as_of_tx, bool) and as_of_tx > I64_MAX:
-            as_of_tx = I64_MAX  # every transaction id is below it: the same read point
-        at = TemporalView.at(as_of_tx=as_of_tx, valid_at=valid_at, tx_field="as_of_tx")
+        at = TemporalView.at(as_of_tx=read_point_tx(as_of_tx), valid_at=valid_at, tx_field="as_of_tx")
         graph_scope.refuse_tx_travel(self.db, at.as_of_tx, field="as_of_tx")
         with self.db.read(long=True) as conn:
             graph_scope.enforce(self.db, conn, (ROOT,))

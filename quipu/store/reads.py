@@ -39,6 +39,14 @@ def clamp_i64(n: int) -> int:
     return max(I64_MIN, min(I64_MAX, n))
 
 
+def read_point_tx(tx: int | None) -> int | None:
+    """A transaction read point past every id (above 2^63-1) is the same read point as 2^63-1,
+    which the database can bind; anything else is left for ``TemporalView.at`` to check."""
+    if isinstance(tx, int) and not isinstance(tx, bool) and tx > I64_MAX:
+        return I64_MAX
+    return tx
+
+
 def resolve_graph(db: Database, conn: Connection, iri: str | None) -> int | None:
     """A graph IRI → its id for reading: ROOT for none/ROOT's IRI, None when unknown."""
     if iri is None or iri == "" or iri == ROOT_IRI:
@@ -215,8 +223,7 @@ def unravel(db: Database, *, tx: int | None = None, valid_at: str | None = None)
     """Every ROOT claim visible at a transaction and/or valid instant (one row per claim)."""
     if tx is None and valid_at is None:
         raise InvalidField("unravel needs 'tx' or 'valid_at' (or both)", field="tx")
-    if isinstance(tx, int) and not isinstance(tx, bool) and tx > I64_MAX:
-        tx = I64_MAX  # every transaction id is below it: the same read point
+    tx = read_point_tx(tx)
     graph_scope.refuse_tx_travel(db, tx)
     view = TemporalView.at(as_of_tx=tx, valid_at=valid_at)
     c = facts.c

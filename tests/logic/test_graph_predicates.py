@@ -212,8 +212,8 @@ def test_a_store_named_by_location_is_opened_on_first_read(root: Path, tmp_path:
 def test_the_bridge_refuses_what_is_not_a_request() -> None:
     bridge = GraphBridge(StoreAt())
     try:
-        assert bridge.answer(b"rdf(S,P,O)\n") == {"error": bridge.answer(b"rdf(S,P,O)\n")["error"]}
-        assert "not JSON" in bridge.answer(b"rdf(S,P,O)\n")["error"]
+        code = bridge.answer(b"rdf(S,P,O)\n")
+        assert set(code) == {"error"} and "not JSON" in code["error"]
         assert bridge.answer(b'{"s": 1}')["error"] == "s must be a string or null"
         assert "after" in bridge.answer(b'{"after": -1}')["error"]
         assert "o must be" in bridge.answer(b'{"o": ["code", "halt"]}')["error"]

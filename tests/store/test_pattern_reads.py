@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -486,6 +486,19 @@ def touches_facts(statement: str) -> bool:
 
 
 @contextmanager
+def _listening(kb: KnowledgeBase, record: Callable[..., None]) -> Iterator[None]:
+    """``record`` sees every statement run through SQLAlchemy on the store's engines."""
+    engines = {id(e): e for e in (kb.db.reader, kb.db.writer)}.values()
+    for engine in engines:
+        event.listen(engine, "before_cursor_execute", record)
+    try:
+        yield
+    finally:
+        for engine in engines:
+            event.remove(engine, "before_cursor_execute", record)
+
+
+@contextmanager
 def statements(kb: KnowledgeBase) -> Iterator[list[str]]:
     """The SQL statements run through SQLAlchemy on the store's engines while the block runs."""
     log: list[str] = []
@@ -493,14 +506,8 @@ def statements(kb: KnowledgeBase) -> Iterator[list[str]]:
     def record(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
         log.append(statement)
 
-    engines = {id(e): e for e in (kb.db.reader, kb.db.writer)}.values()
-    for engine in engines:
-        event.listen(engine, "before_cursor_execute", record)
-    try:
+    with _listening(kb, record):
         yield log
-    finally:
-        for engine in engines:
-            event.remove(engine, "before_cursor_execute", record)
 
 
 @contextmanager
@@ -512,14 +519,8 @@ def offsets_of(kb: KnowledgeBase) -> Iterator[list[Any]]:
         if "OFFSET" in statement and isinstance(parameters, tuple | list):
             log.append(parameters[-1])
 
-    engines = {id(e): e for e in (kb.db.reader, kb.db.writer)}.values()
-    for engine in engines:
-        event.listen(engine, "before_cursor_execute", record)
-    try:
+    with _listening(kb, record):
         yield log
-    finally:
-        for engine in engines:
-            event.remove(engine, "before_cursor_execute", record)
 
 
 def test_a_reopened_store_reads_the_same_pages(tmp_path: Path) -> None:

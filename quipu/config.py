@@ -141,7 +141,7 @@ class EmbeddingSettings(_Section):
 class McpSettings(_Section):
     """The MCP adapter: which tools it serves, and the hosts ``/mcp`` answers to."""
 
-    toolsets: list[str] | None = None  # None: every toolset
+    toolsets: list[str] | None = None  # None: the default toolsets (the opt-in logic one left out)
     read_only_tools: bool = False
     allowed_hosts: list[str] = []  # beyond loopback and server.host; "name:*" allows any port
 

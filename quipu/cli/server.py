@@ -154,7 +154,8 @@ def serve(
     toolsets: Annotated[
         str | None,
         typer.Option(
-            "--toolsets", help="MCP: serve only these toolsets (comma-separated, e.g. data,service)"
+            "--toolsets",
+            help="MCP: serve only these toolsets (comma-separated, e.g. data,service or default,logic)",
         ),
     ] = None,
     read_only_tools: Annotated[

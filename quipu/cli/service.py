@@ -74,7 +74,12 @@ def mcp(
         typer.Option("--mcp-token-file", help="a private file (mode 600 or 400) holding the bearer token"),
     ] = None,
     toolsets: Annotated[
-        str | None, typer.Option("--toolsets", help="serve only these toolsets (comma-separated)")
+        str | None,
+        typer.Option(
+            "--toolsets",
+            help="serve only these toolsets (comma-separated); 'logic' (opt-in) adds the logic memory's "
+            "tools, 'default' is the seven Quipu toolsets, 'all' every toolset",
+        ),
     ] = None,
     read_only_tools: Annotated[
         bool, typer.Option("--read-only-tools", help="serve only the read tools")

@@ -62,7 +62,9 @@ def _served(settings: Settings) -> Registry:
 def list_tools(
     toolsets: Annotated[
         str | None,
-        typer.Option("--toolsets", help="only these toolsets (comma-separated, e.g. data,service)"),
+        typer.Option(
+            "--toolsets", help="only these toolsets (comma-separated, e.g. data,service or default,logic)"
+        ),
     ] = None,
     read_only_tools: Annotated[bool, typer.Option("--read-only-tools", help="only the read tools")] = False,
     format: Annotated[ListFormat, typer.Option("--format", "-f", help="table or json")] = ListFormat.table,

@@ -7,6 +7,11 @@ the REST route's to judge. The request carries only the transport's credential. 
 the tool result; any other status is an ``isError`` result whose text is the REST error body,
 unchanged. Only an unknown tool name is a protocol error (invalid params).
 
+A logic tool (the opt-in ``logic`` toolset) is zpm's: its route already answers a ``tools/call``
+result, whose ``content`` and ``isError`` are the tool result as they are (not wrapped again as
+JSON text), and its arguments are not type-checked here, since zpm's tools answer a wrong
+argument themselves (``InvalidArguments``) and a prompt written for zpm expects that answer.
+
 The REST app is reached in process (an ASGI app, no socket) or over HTTP (the base URL of a
 running ``quipu-server``, which then validates and authenticates): the constructor's choice, with
 one code path after it.
@@ -200,7 +205,7 @@ class Dispatcher:
         if spec is None:
             raise invalid_params(f"unknown tool: {name}")
         args = {**spec.defaults, **(arguments or {})}
-        refused = check_types(spec, args)
+        refused = None if spec.passthrough else check_types(spec, args)
         if refused is not None:
             return error_result(refused)
         if name == VERSION_TOOL:  # answered in process, by the function /version uses
@@ -220,6 +225,8 @@ class Dispatcher:
         except Exception:  # never let a failure become a protocol error by accident
             log.exception("tool call %s failed in dispatch", name)
             return internal_error()
+        if spec.passthrough and 200 <= response.status_code < 300:
+            return _passed_on(name, response)
         return text_result(response.text, error=not 200 <= response.status_code < 300)
 
     async def _send(self, spec: ToolSpec, args: dict[str, Any], headers: dict[str, str]) -> httpx.Response:
@@ -228,6 +235,18 @@ class Dispatcher:
         if spec.body == FORM:
             return await self.client.post(spec.path, data=_group(_query_params(args)), headers=headers)
         return await self.client.post(spec.path, json=args, headers=headers)
+
+
+def _passed_on(name: str, response: httpx.Response) -> types.CallToolResult:
+    """The route's own ``tools/call`` result; an answer of another shape is an internal error."""
+    try:
+        body = response.json()
+        if not isinstance(body, dict) or set(body) != {"content", "isError"}:
+            raise ValueError(f"not a tools/call result: {sorted(body) if isinstance(body, dict) else body!r}")
+        return types.CallToolResult.model_validate(body)
+    except ValueError:  # JSON and pydantic's validation errors alike
+        log.exception("tool call %s: the route's answer is not a tools/call result", name)
+        return internal_error()
 
 
 def _group(pairs: list[tuple[str, str | int | float | bool | None]]) -> dict[str, Any]:

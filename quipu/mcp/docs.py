@@ -18,6 +18,7 @@ from typing import Any, Final
 from quipu.config import load_settings
 from quipu.mcp.registry import (
     FORM,
+    OPT_IN_TOOLSETS,
     TOOLSETS,
     ManifestEntry,
     Registry,
@@ -33,9 +34,10 @@ VERSION_TOOL: Final = "quipu_version"
 
 
 def current_registry() -> Registry:
-    """Every tool the REST app's routes serve (no ``--toolsets`` / ``--read-only-tools`` narrowing)."""
+    """Every tool the REST app's routes serve (no ``--toolsets`` / ``--read-only-tools`` narrowing),
+    the opt-in toolsets' too."""
     app = create_app(load_settings(store={"db": ":memory:"}))
-    return build_registry(app.openapi())
+    return build_registry(app.openapi(), opt_in=OPT_IN_TOOLSETS)
 
 
 def served_counts(registry: Registry) -> tuple[int, int, int, int]:
@@ -70,6 +72,11 @@ def render(registry: Registry, missing: Sequence[ManifestEntry] | None = None) -
         "owl extra). A manifest tool is served once its REST route exists; the rest are listed at the",
         "end. `--toolsets a,b` serves only those toolsets and `--read-only-tools` only the reads.",
         "",
+        "With no `--toolsets` flag and no `[quipu.mcp] toolsets` setting the seven toolsets below are",
+        "served. The `logic` toolset is opt-in: `--toolsets logic` serves only its tools, and",
+        '`--toolsets default,logic` (or `[quipu.mcp] toolsets = ["default", "logic"]`) both; `default`',
+        "names the seven and `all` every toolset.",
+        "",
         "| toolset | served | not served yet |",
         "|---|---|---|",
     ]
@@ -77,12 +84,19 @@ def render(registry: Registry, missing: Sequence[ManifestEntry] | None = None) -
         here = [spec.name for spec in registry if spec.toolset == toolset]
         later = [entry.name for entry in missing if entry.toolset == toolset]
         lines.append(f"| [{toolset}](#{toolset}) | {len(here)} | {len(later)} |")
+    for toolset in OPT_IN_TOOLSETS:
+        here = [spec.name for spec in registry if spec.toolset == toolset]
+        lines.append(f"| [{toolset}](#{toolset}) (opt-in) | {len(here)} | 0 |")
     for toolset in TOOLSETS:
         lines += ["", f"## {toolset}", ""]
         specs = [spec for spec in registry if spec.toolset == toolset]
         if not specs:
             lines.append("No tool of this toolset is served yet.")
         for spec in specs:
+            lines += _tool(spec)
+    for toolset in OPT_IN_TOOLSETS:
+        lines += ["", f"## {toolset}", "", *_OPT_IN[toolset], ""]
+        for spec in (spec for spec in registry if spec.toolset == toolset):
             lines += _tool(spec)
     lines += ["", "## Not served yet", ""]
     if not missing:
@@ -99,12 +113,28 @@ def render(registry: Registry, missing: Sequence[ManifestEntry] | None = None) -
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).rstrip("\n") + "\n"
 
 
+_OPT_IN: Final[dict[str, list[str]]] = {
+    "logic": [
+        "The logic memory's 29 tools (docs/logic.md), opt-in: listed only when `--toolsets` or",
+        "`[quipu.mcp] toolsets` names `logic` (or `all`). They are zpm's tools as `zpm serve` lists",
+        "them — the same names, descriptions, input schemas and annotations — so a prompt written for",
+        "zpm works unchanged; no name is a Quipu tool's. Each is dispatched into its REST route",
+        "`POST /logic/<tool>` with the arguments as the JSON body, and the route's `tools/call` result",
+        "(`content`, `isError`) is the tool result as it is: a tool's own failure, such as",
+        "`InvalidArguments` for a missing or mistyped argument, is an `isError` result with zpm's text.",
+        "A refusal before the tool (no project: 400 `project_not_found`; no engine: 503) is an",
+        "`isError` result carrying the REST error body, as for every tool. `zpm serve`, zpm's own stdio",
+        "server, is unchanged.",
+    ]
+}
+
+
 def _tool(spec: ToolSpec) -> list[str]:
+    if spec.passthrough:
+        return _passthrough_tool(spec)
     kind = "read" if spec.read_only else "write, destructive"
     how = {None: "query string", FORM: "form body"}.get(spec.body, "JSON body")
     schema = spec.input_schema
-    properties: dict[str, Any] = schema.get("properties", {})
-    required = set(schema.get("required", []))
     unknown = (
         "an unknown argument is refused (`unknown_field`)"
         if schema.get("additionalProperties") is False
@@ -123,9 +153,33 @@ def _tool(spec: ToolSpec) -> list[str]:
         spec.description,
         "",
     ]
+    return [*lines, *_parameters(spec)]
+
+
+def _passthrough_tool(spec: ToolSpec) -> list[str]:
+    """A tool whose route answers a ``tools/call`` result: its own annotations, zpm's schema."""
+    hints = spec.annotations()
+    kind = "read" if spec.read_only else "write"
+    shown = ", ".join(f"`{k}: {json.dumps(v)}`" for k, v in hints.items())
+    lines = [
+        f"### {spec.name}",
+        "",
+        f"- **annotations:** {kind} — {shown}",
+        f"- **route:** `{spec.method} {spec.path}`, arguments as the JSON body; the route's result is the tool's",
+        "",
+        spec.description,
+        "",
+    ]
+    return [*lines, *_parameters(spec)]
+
+
+def _parameters(spec: ToolSpec) -> list[str]:
+    schema = spec.input_schema
+    properties: dict[str, Any] = schema.get("properties", {})
+    required = set(schema.get("required", []))
     if not properties:
-        return [*lines, "No parameters.", ""]
-    lines += ["| parameter | type | required | description |", "|---|---|---|---|"]
+        return ["No parameters.", ""]
+    lines = ["| parameter | type | required | description |", "|---|---|---|---|"]
     for name, prop in properties.items():
         cells = [f"`{name}`", _type(prop), "yes" if name in required else "no", _describe(prop)]
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")

@@ -5,7 +5,9 @@ answer ``initialize``; building the REST app and importing the ``mcp`` SDK takes
 (issue 16). ``handshake.json`` (package data) holds, for every protocol version the ``initialize``
 handshake can settle on, the SDK server's own ``initialize`` result and its ``tools/list``
 tools, with each tool's toolset and access so that ``--toolsets`` and ``--read-only-tools`` can
-narrow the list without the registry. ``quipu/mcp/stdio.py`` answers from it; the live server
+narrow the list without the registry. The tools are every toolset's, the opt-in ``logic`` one
+included, so ``quipu mcp --toolsets logic`` starts as fast; a list narrowed to no selection
+is the default surface, as ``Registry.select`` narrows it. ``quipu/mcp/stdio.py`` answers from it; the live server
 takes over at the first other request.
 
 The file is generated from the live server (``python -m quipu.mcp.handshake``, the ``just
@@ -22,6 +24,8 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any, Final
+
+from quipu.mcp import toolsets as names
 
 FILE: Final = "handshake.json"
 # The clientInfo fields besides name and version whose value is a plain string (MCP schema
@@ -44,6 +48,10 @@ class Handshake:
     tools: Mapping[str, tuple[CachedTool, ...]]  # version -> the tools, in registry order
     toolsets: frozenset[str]  # every toolset name (a narrowing naming another is refused)
 
+    def accepts(self, toolsets: Iterable[str]) -> bool:
+        """Whether every name is a toolset of the data or ``default`` / ``all``."""
+        return set(toolsets) <= self.toolsets | {names.DEFAULT, names.ALL}
+
     def negotiate(self, requested: object) -> str:
         """The version the SDK settles on: the client's if supported, else the newest."""
         return requested if isinstance(requested, str) and requested in self.versions else self.versions[-1]
@@ -62,11 +70,11 @@ class Handshake:
         self, version: str, toolsets: Iterable[str] | None, read_only: bool
     ) -> list[dict[str, Any]]:
         """The listed tools at ``version``, narrowed as ``Registry.select`` narrows them."""
-        wanted = None if toolsets is None else set(toolsets)
+        wanted = names.expand(toolsets)
         return [
             json.loads(json.dumps(tool.listing))
             for tool in self.tools[version]
-            if (wanted is None or tool.toolset in wanted) and (tool.read_only or not read_only)
+            if tool.toolset in wanted and (tool.read_only or not read_only)
         ]
 
 

@@ -1,8 +1,9 @@
 """The handshake data as the live server answers it: what ``handshake.json`` must hold.
 
 For each protocol version the ``initialize`` handshake can settle on, one SDK session over the
-REST app's registry (default settings, an in-memory store) is asked ``initialize`` and
-``tools/list``, and the answers are kept as the wire carries them.
+REST app's registry (default settings, an in-memory store, every toolset: the opt-in ``logic``
+one too, so that the front can serve it) is asked ``initialize`` and ``tools/list``, and the
+answers are kept as the wire carries them.
 """
 
 from __future__ import annotations
@@ -12,14 +13,20 @@ from typing import Any
 import anyio
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from quipu.config import Settings, StoreSettings
-from quipu.mcp.registry import TOOLSETS
+from quipu.config import McpSettings, Settings, StoreSettings
+from quipu.mcp.registry import ALL_TOOLSETS
 from quipu.mcp.stdio_session import StdioSession, exchange
+from quipu.mcp.toolsets import ALL
 
 
 def default_settings() -> Settings:
     """The defaults alone: no config file, no ``QUIPU_*`` variable may shape the data."""
     return Settings.model_construct(store=StoreSettings(db=":memory:"))
+
+
+def every_toolset_settings() -> Settings:
+    """The defaults, serving every toolset (``--toolsets all``): the data the front narrows."""
+    return Settings.model_construct(store=StoreSettings(db=":memory:"), mcp=McpSettings(toolsets=[ALL]))
 
 
 def handshake_messages(version: str, client: str = "quipu-handshake") -> list[dict[str, Any]]:
@@ -44,11 +51,11 @@ def answers(session: StdioSession, messages: list[dict[str, Any]]) -> dict[Any, 
 
 
 def live_data() -> dict[str, Any]:
-    session = StdioSession(default_settings(), None)
+    session = StdioSession(every_toolset_settings(), None)
     registry = session.tools.dispatcher.registry
     data: dict[str, Any] = {
         "versions": list(HANDSHAKE_PROTOCOL_VERSIONS),
-        "toolsets": list(TOOLSETS),
+        "toolsets": list(ALL_TOOLSETS),
         "tools": [
             {"name": spec.name, "toolset": spec.toolset, "read_only": spec.read_only} for spec in registry
         ],

@@ -31,7 +31,7 @@ from starlette.types import Receive, Scope, Send
 from quipu.config import Settings
 from quipu.errors import MethodNotAllowed, Unauthorized
 from quipu.mcp.dispatch import Dispatcher
-from quipu.mcp.registry import Registry, build_registry
+from quipu.mcp.registry import Registry, registry_for
 from quipu.mcp.server import build_server, http_credential
 from quipu.rest.app import create_app
 from quipu.rest.auth import Credentials
@@ -84,10 +84,9 @@ def allowed_hosts(settings: Settings) -> list[str]:
 
 
 def served_registry(app: FastAPI, settings: Settings) -> Registry:
-    """The tools of this app's routes, narrowed by ``mcp.toolsets`` / ``mcp.read_only_tools``."""
-    return build_registry(app.openapi()).select(
-        toolsets=settings.mcp.toolsets, read_only=settings.mcp.read_only_tools
-    )
+    """The tools of this app's routes, narrowed by ``mcp.toolsets`` / ``mcp.read_only_tools``
+    (unset: the default surface; the opt-in ``logic`` toolset only when named)."""
+    return registry_for(app.openapi(), toolsets=settings.mcp.toolsets, read_only=settings.mcp.read_only_tools)
 
 
 def own_origins(port: int) -> list[str]:

@@ -5,6 +5,12 @@ description. A tool is served exactly when its route exists in the REST app's ro
 for the owl extra's two, when the extra is installed); its
 input schema is taken from the app's own OpenAPI document (the route's request model or query
 parameters), never written a second time, and its annotations follow the route's class.
+
+The opt-in ``logic`` toolset (issue 26) is not in the manifest: the logic memory's routes
+publish each tool in their OpenAPI operation (``x-quipu-mcp-tool``: zpm's name, toolset and
+annotations), so the tools keep zpm's wire form — name, description, ``inputSchema`` and
+annotations exactly as zpm lists them — and this package never imports the logic memory.
+Their routes answer a ``tools/call`` result already, which the dispatcher passes on.
 """
 
 from __future__ import annotations
@@ -18,9 +24,14 @@ from typing import Any, Final
 
 from quipu.config import owl_installed
 from quipu.errors import ConfigError
+from quipu.mcp import toolsets as names
 from quipu.rest import route_table
 
-TOOLSETS: Final = ("data", "search", "graphs", "governance", "sharing", "events", "service")
+TOOLSETS: Final = names.DEFAULT_TOOLSETS  # the manifest's toolsets: the default surface
+OPT_IN_TOOLSETS: Final = names.OPT_IN_TOOLSETS
+ALL_TOOLSETS: Final = names.ALL_TOOLSETS
+# The OpenAPI extension on a route that is an opt-in tool of its own (the logic routes).
+TOOL_EXTENSION: Final = "x-quipu-mcp-tool"
 JSON: Final = "application/json"
 FORM: Final = "application/x-www-form-urlencoded"
 _COMPONENTS: Final = "#/components/schemas/"
@@ -50,9 +61,16 @@ class ToolSpec:
     input_schema: dict[str, Any]
     body: str | None  # the request body's media type for a POST (JSON or a form), None for GET
     defaults: Mapping[str, Any] = field(default_factory=dict)
+    # The tool's own annotations (a logic tool: zpm's); None: mechanical, from the route class.
+    hints: Mapping[str, bool] | None = None
+    # The route answers a tools/call result (content + isError), passed on as it is.
+    passthrough: bool = False
 
     def annotations(self) -> dict[str, bool]:
-        """Mechanical, from the route class (tools-core §0.5): no idempotentHint is claimed."""
+        """Mechanical, from the route class (tools-core §0.5): no idempotentHint is claimed. A
+        logic tool keeps zpm's own, so a prompt written for zpm reads the same hints."""
+        if self.hints is not None:
+            return dict(self.hints)
         return {"readOnlyHint": self.read_only, "destructiveHint": not self.read_only, "openWorldHint": True}
 
 
@@ -73,12 +91,13 @@ def load_manifest() -> list[ManifestEntry]:
 
 
 def check_toolsets(toolsets: Iterable[str]) -> list[str]:
-    """``toolsets`` as a list, refusing a name that is not a toolset (ConfigError)."""
-    names = list(toolsets)
-    unknown = sorted(set(names) - set(TOOLSETS))
+    """``toolsets`` as a list, refusing a name that is neither a toolset nor ``default`` / ``all``
+    (ConfigError)."""
+    listed = list(toolsets)
+    unknown = names.unknown(listed)
     if unknown:
-        raise ConfigError(f"unknown toolset(s): {', '.join(unknown)} (known: {', '.join(TOOLSETS)})")
-    return names
+        raise ConfigError(f"unknown toolset(s): {', '.join(unknown)} (known: {', '.join(names.NAMES)})")
+    return listed
 
 
 @dataclass
@@ -98,12 +117,13 @@ class Registry:
         return self.tools.get(name)
 
     def select(self, *, toolsets: Iterable[str] | None = None, read_only: bool = False) -> Registry:
-        """Only the tools of ``toolsets`` (all when None), and only reads when ``read_only``."""
-        wanted = None if toolsets is None else set(check_toolsets(toolsets))
+        """Only the tools of ``toolsets`` (the default surface when None; ``default`` and ``all``
+        stand for their groups), and only reads when ``read_only``."""
+        wanted = names.expand(None if toolsets is None else check_toolsets(toolsets))
         kept = {
             name: spec
             for name, spec in self.tools.items()
-            if (wanted is None or spec.toolset in wanted) and (spec.read_only or not read_only)
+            if spec.toolset in wanted and (spec.read_only or not read_only)
         }
         return Registry(kept, self.missing)
 
@@ -114,8 +134,15 @@ def _installed(extra: str) -> bool:
     return extra == "owl" and owl_installed()
 
 
-def build_registry(openapi: Mapping[str, Any], manifest: list[ManifestEntry] | None = None) -> Registry:
-    """Tools for every manifest entry whose route the app serves, schemas from its OpenAPI."""
+def build_registry(
+    openapi: Mapping[str, Any],
+    manifest: list[ManifestEntry] | None = None,
+    *,
+    opt_in: Iterable[str] = (),
+) -> Registry:
+    """Tools for every manifest entry whose route the app serves, schemas from its OpenAPI, then
+    the tools of the opt-in toolsets named in ``opt_in`` (``logic``), which are built only when
+    asked for: the default registry is the manifest's alone."""
     entries = manifest if manifest is not None else load_manifest()
     components = openapi.get("components", {}).get("schemas", {})
     tools: dict[str, ToolSpec] = {}
@@ -143,7 +170,49 @@ def build_registry(openapi: Mapping[str, Any], manifest: list[ManifestEntry] | N
             body,
             entry.defaults,
         )
+    for spec in _opt_in_tools(openapi, set(opt_in)):
+        if spec.name in tools:  # a prompt would reach the wrong tool: refuse to serve both
+            raise ConfigError(f"the {spec.toolset} tool {spec.name} has the name of a Quipu tool")
+        tools[spec.name] = spec
     return Registry(tools, missing)
+
+
+def registry_for(openapi: Mapping[str, Any], *, toolsets: Iterable[str] | None, read_only: bool) -> Registry:
+    """What an MCP server serves for a ``--toolsets`` / ``--read-only-tools`` selection: the
+    opt-in toolsets it names are built, then everything is narrowed to it."""
+    selected = None if toolsets is None else check_toolsets(toolsets)
+    opt_in = names.expand(selected) & set(OPT_IN_TOOLSETS)
+    return build_registry(openapi, opt_in=opt_in).select(toolsets=selected, read_only=read_only)
+
+
+def _opt_in_tools(openapi: Mapping[str, Any], wanted: set[str]) -> Iterator[ToolSpec]:
+    """The routes that publish themselves as a tool of a wanted opt-in toolset, in the OpenAPI
+    document's order (the logic routes: tools.json's ``tools/list`` order)."""
+    if not wanted:
+        return
+    for path, operations in openapi.get("paths", {}).items():
+        for method, operation in operations.items():
+            tool = operation.get(TOOL_EXTENSION) if isinstance(operation, dict) else None
+            if not isinstance(tool, dict) or tool.get("toolset") not in wanted:
+                continue
+            cls = route_table.ROUTES.get((method.upper(), path))
+            if cls is None:
+                continue  # a route the route table does not classify is never served
+            content = operation.get("requestBody", {}).get("content", {})
+            # zpm's inputSchema exactly: not reworked as a request model's schema is.
+            schema = copy.deepcopy(content.get(JSON, {}).get("schema", {"type": "object", "properties": {}}))
+            yield ToolSpec(
+                str(tool["name"]),
+                str(operation.get("description", "")),
+                str(tool["toolset"]),
+                method.upper(),
+                path,
+                cls == route_table.READ,
+                schema,
+                JSON,
+                hints={str(k): bool(v) for k, v in tool.get("annotations", {}).items()},
+                passthrough=tool.get("result") == "tools/call",
+            )
 
 
 def _input_schema(

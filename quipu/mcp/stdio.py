@@ -155,7 +155,7 @@ class _Front:
     def _narrowing(self) -> tuple[list[str] | None, bool]:
         if self._known is None:
             known = self._launch.narrowing()
-            if known is None or (known[0] is not None and not set(known[0]) <= self._data.toolsets):
+            if known is None or (known[0] is not None and not self._data.accepts(known[0])):
                 mcp = self._warmup.settings.result().mcp  # the settings library decides (or refuses)
                 known = (mcp.toolsets, mcp.read_only_tools)
             self._known = known

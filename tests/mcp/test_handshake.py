@@ -16,7 +16,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from quipu.config import McpSettings, Settings, StoreSettings
 from quipu.mcp import handshake
 from quipu.mcp.handshake_source import answers, default_settings, handshake_messages, live_data
-from quipu.mcp.registry import TOOLSETS
+from quipu.mcp.registry import ALL_TOOLSETS, TOOLSETS
 from quipu.mcp.stdio_session import StdioSession
 
 pytestmark = pytest.mark.backend_independent  # an in-memory store, never the backend under test
@@ -49,7 +49,18 @@ def test_initialize_is_answered_as_the_sdk_answers_it(session: StdioSession, req
 
 @pytest.mark.parametrize(
     ("toolsets", "read_only"),
-    [(None, False), (None, True), (["data"], False), (["data", "service"], True), (["sharing"], False)],
+    [
+        (None, False),
+        (None, True),
+        (["data"], False),
+        (["data", "service"], True),
+        (["sharing"], False),
+        (["logic"], False),
+        (["logic"], True),
+        (["default", "logic"], False),
+        (["all"], True),
+        (["default"], False),
+    ],
 )
 def test_a_narrowed_list_is_the_live_servers_narrowed_list(
     toolsets: list[str] | None, read_only: bool
@@ -62,7 +73,20 @@ def test_a_narrowed_list_is_the_live_servers_narrowed_list(
     for version in HANDSHAKE_PROTOCOL_VERSIONS:
         live = answers(narrowed, handshake_messages(version))[2]["result"]["tools"]
         assert data.tool_list(version, toolsets, read_only) == live
-    assert data.toolsets == set(TOOLSETS)
+    assert data.toolsets == set(ALL_TOOLSETS)
+
+
+def test_the_default_list_leaves_the_opt_in_logic_tools_out() -> None:
+    """No narrowing is the seven Quipu toolsets, exactly as ``default`` lists them; the cached data
+    still holds the logic tools, so ``--toolsets logic`` is answered from it too."""
+    data = handshake.load()
+    for version in HANDSHAKE_PROTOCOL_VERSIONS:
+        default = data.tool_list(version, None, False)
+        assert default == data.tool_list(version, ["default"], False)
+        assert {tool.toolset for tool in data.tools[version] if tool.listing in default} == set(TOOLSETS)
+        logic = [tool["name"] for tool in data.tool_list(version, ["logic"], False)]
+        assert len(logic) == 29 and not set(logic) & {tool["name"] for tool in default}
+        assert data.tool_list(version, ["all"], False) == default + data.tool_list(version, ["logic"], False)
 
 
 PLAIN: dict[str, Any] = {

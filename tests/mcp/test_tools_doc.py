@@ -10,6 +10,7 @@ from typing import Final
 
 import pytest
 
+from quipu.logic.registry import tool_names
 from quipu.mcp.docs import COMMAND, REGENERATE, current_registry, render, served_counts
 from quipu.mcp.registry import Registry
 
@@ -51,8 +52,9 @@ def test_tools_doc_lists_every_served_tool_with_route_annotations_and_parameters
     for spec in registry:
         section = page.split(f"### {spec.name}\n", 1)[1].split("\n### ", 1)[0]
         assert f"`{spec.method} {spec.path}`" in section, spec.name
+        for hint, value in spec.annotations().items():  # a logic tool's are zpm's own
+            assert f"`{hint}: {str(value).lower()}`" in section, (spec.name, hint)
         assert f"`readOnlyHint: {str(spec.read_only).lower()}`" in section, spec.name
-        assert f"`destructiveHint: {str(not spec.read_only).lower()}`" in section, spec.name
         for name in spec.input_schema.get("properties", {}):
             assert f"| `{name}` |" in section, (spec.name, name)
     knot = page.split("### quipu_knot\n", 1)[1].split("\n### ", 1)[0]
@@ -71,7 +73,20 @@ def test_tools_doc_counts_and_lists_the_tools_not_served_yet(registry: Registry)
     for entry in registry.missing:
         assert f"- `{entry.name}` — `{entry.method} {entry.path}`" in missing_part, entry.name
         assert f"### {entry.name}\n" not in page, entry.name
-    assert len(registry) + len(registry.missing) == 79
+    quipu = [spec for spec in registry if spec.toolset != "logic"]
+    assert len(quipu) + len(registry.missing) == 79
+
+
+def test_tools_doc_has_the_opt_in_logic_section_in_zpms_order(registry: Registry) -> None:
+    page = render(registry)
+    assert "| [logic](#logic) (opt-in) | 29 | 0 |" in page
+    logic = page.split("\n## logic\n", 1)[1].split("\n## Not served yet\n", 1)[0]
+    assert "opt-in" in logic and "`zpm serve`" in logic
+    listed = re.findall(r"^### (\w+)$", logic, flags=re.MULTILINE)
+    assert listed == list(tool_names())
+    mount = logic.split("### mount_memory\n", 1)[1].split("\n### ", 1)[0]
+    # zpm's own hints, not the route class's: a mount is a write that destroys nothing.
+    assert "`readOnlyHint: false`, `destructiveHint: false`, `idempotentHint: false`" in mount
 
 
 def test_render_escapes_table_cells_and_is_deterministic(registry: Registry) -> None:

@@ -9,6 +9,9 @@ project (``project_not_found``) or no engine (503 ``engine_unavailable``).
 
 The body is not validated against the tool's ``inputSchema`` here (the tools check their
 arguments and answer ``InvalidArguments``, R-T8); the schema is published in OpenAPI only.
+Each operation also publishes, as ``x-quipu-mcp-tool``, what the MCP adapter's opt-in ``logic``
+toolset needs and OpenAPI has no field for: zpm's tool name, its annotations, and that the
+answer is already a ``tools/call`` result (the adapter never imports the logic memory).
 The routes are built from ``tools.json`` when the app is created, never at import.
 
 A tool runs in a worker thread (an engine call blocks), or on the loop's thread in an app set up
@@ -120,7 +123,13 @@ def build_router() -> APIRouter:
                 "requestBody": {
                     "required": False,
                     "content": {"application/json": {"schema": dict(tool.input_schema)}},
-                }
+                },
+                "x-quipu-mcp-tool": {
+                    "name": tool.name,
+                    "toolset": "logic",
+                    "annotations": dict(tool.annotations),
+                    "result": "tools/call",
+                },
             },
         )
     return router

@@ -123,7 +123,8 @@ def test_an_unknown_toolset_refuses_to_start_on_both_transports(tmp_path: Path) 
         assert returncode == 2, (name, err)
         assert out == ""
         assert err.splitlines() == [
-            "error: unknown toolset(s): nope (known: data, search, graphs, governance, sharing, events, service)"
+            "error: unknown toolset(s): nope (known: data, search, graphs, governance, sharing, events, "
+            "service, logic, default, all)"
         ], name
     # The settings section refuses the same way in process.
     with pytest.raises(ConfigError, match=r"unknown toolset\(s\): nope"):

@@ -196,6 +196,7 @@ class Engine:
         self._memories: list[str] = []
         self._hooks: list[Callable[[Engine], None]] = []
         self._helpers: list[Path] = []
+        self._prelude: str | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -329,6 +330,14 @@ class Engine:
             self.load_timeout,
         )
 
+    def set_prelude(self, module: str, name: str) -> None:
+        """Run ``module:name`` (a helper's goal of arity 0) before every call, from when the
+        helper is loaded (after a restart too): e.g. the graph predicates forget their call cache,
+        so nothing a tool call read outlives it."""
+        if not (MEMORY_NAME.match(module) and MEMORY_NAME.match(name)):
+            raise ValueError(f"not a plain module and predicate name: {module}:{name}")
+        self._prelude = f"( current_predicate({module}:{name}/0) -> {module}:{name} ; true )"
+
     def call_helper(self, goal: str, *, timeout: float | None = None) -> Any:
         """Run one goal of a helper module that binds ``R`` and return R's JSON value, bounded
         by ``timeout`` (default: the query limit). The caller builds the goal only from
@@ -347,6 +356,8 @@ class Engine:
         if not self._process_running():
             self._dead(f"the engine process exited (status {self._exit_status()})")
         thread.deadline = None if timeout is None else time.monotonic() + timeout + self.grace
+        if self._prelude is not None:
+            goal = f"{self._prelude}, ( {goal} )"
         try:
             answer = thread.query(goal, query_timeout_seconds=timeout)
         except _Gone as exc:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -34,7 +34,7 @@ from quipu.logic.errors import (
     LogicError,
     PrologSyntaxError,
 )
-from quipu.logic.terms import Atom, prolog_string, solutions_json
+from quipu.logic.terms import Atom, Compound, Term, compacted, prolog_string, solutions_json
 from quipu.logic.tooling import (
     DEFAULT_MEMORY,
     EXECUTION_FAILED,
@@ -90,6 +90,9 @@ class KnowledgeService(EngineTools):
     tool_names = TOOL_NAMES
     helpers = (HELPER,)
     helper_module = "quipu_knowledge"
+    # The store's CURIE compaction, when a store is wired in (LogicService sets it): asked only
+    # when an answer holds an atom that could be an IRI.
+    curies: Callable[[], Callable[[str], str] | None] | None = None
 
     def echo(self, arguments: Any = None) -> ToolResult:
         return self.call("echo", arguments)
@@ -175,6 +178,10 @@ class KnowledgeService(EngineTools):
             raise
         except LogicError:
             raise ToolFailure(QUERY_FAILED) from None
+        if self.curies is not None and _any_iri_like(solutions.rows):
+            compact = self.curies()  # IRIs as CURIEs through the store's prefixes (docs/logic.md)
+            if compact is not None:
+                solutions = compacted(solutions, compact)
         return ToolResult(solutions_json(solutions))
 
     def _trace_dependency(self, arguments: Mapping[str, Any]) -> ToolResult:
@@ -407,3 +414,18 @@ __all__ = [
     "ToolResult",
     "balanced_parentheses",
 ]
+
+
+def _any_iri_like(rows: Sequence[Sequence[Term]]) -> bool:
+    """Whether any atom outside a literal has a colon: only then can compaction change a thing."""
+
+    def iri_like(term: Term) -> bool:
+        if isinstance(term, Atom):
+            return ":" in term.name
+        if isinstance(term, tuple):
+            return any(iri_like(item) for item in term)
+        if isinstance(term, Compound) and term.name != "literal":
+            return any(iri_like(arg) for arg in term.args)
+        return False
+
+    return any(iri_like(value) for row in rows for value in row)

@@ -222,6 +222,7 @@ class LogicRuntime:
     def _boot(self) -> None:
         self.engine.start()
         self.engine.load_helper(GRAPH_HELPER)  # before any memory: each imports it
+        self.engine.set_prelude("quipu_graph", "qg_new_call")  # no cached row outlives a call
         self._connect_graph(self.engine)
         self.engine.add_restart_hook(self._connect_graph)
         self.engine.load_helper(KNOWLEDGE_HELPER)

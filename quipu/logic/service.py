@@ -50,6 +50,7 @@ class LogicService:
         engine, memories, journal = runtime.engine, runtime.memories, runtime.journal_sink
         self.memory = MemoryService(runtime, lock=lock)
         self.knowledge = KnowledgeService(engine, memories, journal, lock=lock)
+        self.knowledge.curies = runtime.graph.curies
         self.tms = TmsService(engine, memories, journal, lock=lock)
         self.refactor = RefactorService(engine, memories, journal, RuntimeOverview(runtime), lock=lock)
         self.persistence = PersistenceService(runtime, lock=lock)

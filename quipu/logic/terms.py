@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -122,6 +122,22 @@ def to_json(term: Term) -> Any:
     if isinstance(term, tuple):
         return [to_json(item) for item in term]
     return {"functor": term.name, "args": [to_json(a) for a in term.args]}
+
+
+def compacted(solutions: Solutions, compact: Callable[[str], str]) -> Solutions:
+    """The solutions with every atom passed through ``compact`` (an IRI as a CURIE through the
+    store's prefixes), except inside ``literal(...)``: a literal's text stays as stored."""
+
+    def walk(term: Term) -> Term:
+        if isinstance(term, Atom):
+            return Atom(compact(term.name))
+        if isinstance(term, tuple):
+            return tuple(walk(item) for item in term)
+        if isinstance(term, Compound) and term.name != "literal":
+            return Compound(term.name, tuple(walk(arg) for arg in term.args))
+        return term
+
+    return Solutions(solutions.names, tuple(tuple(walk(v) for v in row) for row in solutions.rows))
 
 
 def solutions_json(solutions: Solutions) -> str:

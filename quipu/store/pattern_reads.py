@@ -28,10 +28,25 @@ for an integer ("+042" is "42"), a boolean ("1" is "true") and a double written 
 from __future__ import annotations
 
 import base64
+import functools
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Final
 
-from sqlalchemy import ColumnElement, Connection, and_, any_, exists, literal_column, select
+from sqlalchemy import (
+    BigInteger,
+    ColumnElement,
+    Connection,
+    String,
+    and_,
+    any_,
+    bindparam,
+    exists,
+    func,
+    literal_column,
+    select,
+)
 
 from quipu.errors import BadLiteral, InvalidField
 from quipu.store import budget as budgets
@@ -102,109 +117,230 @@ def match_page(
     budget (``quipu.store.budget.current()``) the statement runs under its deadline and work
     limit, and the rows returned count against its ``max_join_rows``.
     """
+    after, limit = _check_page(after, limit)
+    read = _Read.of(db, s, p, o, graph, view)
+    if read is None:
+        return [], None
+    with db.read() as conn:
+        found = read.query(db, conn, after=after, limit=limit)
+        if found is None:
+            return [], None
+        rows = _run(db, conn, _statement(found[0]), found[1], read.budget)
+        more = len(rows) > limit
+        rows = rows[:limit]
+        if read.any_graph:  # the floor applies to each graph the page read
+            graph_scope.enforce(db, conn, {int(r.g) for r in rows})
+    if read.budget is not None:
+        read.budget.pulled(len(rows))
+    matches = [_match(r) for r in rows]
+    return matches, (matches[-1].cursor if more else None)
+
+
+def match_stream(
+    db: Database,
+    *,
+    s: str | None,
+    p: str | None,
+    o: Term | None,
+    graph: str | object | None = None,
+    view: TemporalView = TemporalView(),  # noqa: B008 - frozen, so one shared default is safe
+    chunk: int = 500,
+) -> Iterator[list[Match]]:
+    """Every statement ``match_page`` would return for the pattern, from ONE SQL statement whose
+    rows are fetched ``chunk`` at a time, in cursor order.
+
+    For a caller that wants all of a pattern at once (the logic memory loading the inner pattern
+    of a join, quipu/logic/graph_bridge.py) without a statement per page. The read snapshot is
+    held while the caller iterates; closing the iterator early ends the read. The label floor
+    and the query budget apply as in ``match_page``.
+    """
+    chunk = max(1, min(int(chunk), PAGE_MAX))
+    read = _Read.of(db, s, p, o, graph, view)
+    if read is None:
+        return
+    with db.read(long=True) as conn:
+        found = read.query(db, conn, after=0, limit=None)
+        if found is None:
+            return
+        with _limits(db, conn, read.budget):
+            result = conn.execution_options(yield_per=chunk).execute(_statement(found[0]), found[1])
+            for rows in result.partitions(chunk):
+                if read.any_graph:
+                    graph_scope.enforce(db, conn, {int(r.g) for r in rows})
+                if read.budget is not None:
+                    read.budget.pulled(len(rows))
+                yield [_match(r) for r in rows]
+
+
+def match_count(
+    db: Database,
+    *,
+    s: str | None,
+    p: str | None,
+    o: Term | None,
+    graph: str | object | None = None,
+    view: TemporalView = TemporalView(),  # noqa: B008 - frozen, so one shared default is safe
+    cap: int,
+) -> int:
+    """How many statements ``match_stream`` would return, counting no further than ``cap + 1``
+    (one statement, no IRIs joined): what the logic memory asks before it loads a pattern."""
+    if isinstance(cap, bool) or not isinstance(cap, int) or cap < 0:
+        raise InvalidField(f"'cap' must be an integer >= 0, got {cap!r}", field="cap")
+    read = _Read.of(db, s, p, o, graph, view)
+    if read is None:
+        return 0
+    with db.read() as conn:
+        found = read.query(db, conn, after=0, limit=cap)
+        if found is None:
+            return 0
+        ((counted,),) = _run(db, conn, _count_statement(found[0]), found[1], read.budget)
+    return min(int(counted), cap + 1)
+
+
+@dataclass(frozen=True, slots=True)
+class _Read:
+    """A checked pattern read: the arguments, the object as an IRI or a literal's encoding, and
+    the query budget in force."""
+
+    s: str | None
+    p: str | None
+    o_iri: str | None
+    o_lit: bytes | None
+    graph: object
+    view: TemporalView
+    any_graph: bool
+    budget: budgets.Budget | None
+
+    @classmethod
+    def of(
+        cls, db: Database, s: str | None, p: str | None, o: Term | None, graph: object, view: object
+    ) -> _Read | None:
+        """The read, or None when it can match nothing without asking (a literal ingestion
+        refuses). Bad arguments and refused transaction travel raise."""
+        o_iri, o_lit, any_graph = _checked(s, p, o, graph, view)
+        assert isinstance(view, TemporalView)
+        graph_scope.refuse_tx_travel(db, view.as_of_tx, "as_of_tx")
+        if o_lit == _NO_VALUE:
+            return None
+        budget = budgets.current()
+        if budget is not None:
+            budget.check_deadline()
+        return cls(s, p, o_iri, o_lit, graph, view, any_graph, budget)
+
+    def query(
+        self, db: Database, conn: Connection, *, after: int, limit: int | None
+    ) -> tuple[_Shape, dict[str, Any]] | None:
+        """The statement's shape and parameters, or None when a bound term or the graph is
+        unknown (no fact query runs)."""
+        bound = _bind(db, conn, self.s, self.p, self.o_iri, self.graph)
+        if bound is None:
+            return None
+        return _shaped(self.view, bound, self.o_lit, after=after, limit=limit, backend=conn.dialect.name)
+
+
+def _checked(
+    s: str | None, p: str | None, o: Term | None, graph: object, view: object
+) -> tuple[str | None, bytes | None, bool]:
+    """The arguments checked: (the object's IRI, its literal encoding, whether every graph)."""
     _check_iri_arg(s, "s")
     _check_iri_arg(p, "p")
     o_iri, o_lit = _object(o)
-    after, limit = _check_page(after, limit)
     if not isinstance(view, TemporalView):
         raise InvalidField("'view' must be a TemporalView", field="view")
     any_graph = graph is ANY_GRAPH
     if not (any_graph or graph is None or isinstance(graph, str)):
         raise InvalidField(f"'graph' must be a graph IRI, None or ANY_GRAPH, got {graph!r}", field="graph")
-    graph_scope.refuse_tx_travel(db, view.as_of_tx, "as_of_tx")
-    if o_lit == _NO_VALUE:
-        return [], None  # a literal ingestion refuses: no stored value equals it
-    budget = budgets.current()
-    if budget is not None:
-        budget.check_deadline()
-    with db.read() as conn:
-        gid: int | None = None
-        if isinstance(graph, str) or graph is None:
-            gid = resolve_graph(db, conn, graph)
-            if gid is None:
-                return [], None  # an unknown graph reads as empty
-            graph_scope.enforce(db, conn, (gid,))  # the label floor; a frozen graph's rows
-        bound = [x for x in (s, p, o_iri) if x is not None]
-        ids = db.terms.lookup(conn, bound)
-        if len(ids) < len(set(bound)):
-            return [], None  # reads never intern: an IRI the store has never seen matches nothing
-        query = page_query(
-            view,
-            gid=gid,
-            e=None if s is None else ids[s],
-            a=None if p is None else ids[p],
-            o_ref=None if o_iri is None else ids[o_iri],
-            o_lit=o_lit,
-            after=after,
-            limit=limit,
-            backend=conn.dialect.name,
-        )
-        rows = _run(db, conn, query, budget)
-        more = len(rows) > limit
-        rows = rows[:limit]
-        if any_graph:  # the floor applies to each graph the page read
-            graph_scope.enforce(db, conn, {int(r.g) for r in rows})
-    if budget is not None:
-        budget.pulled(len(rows))
-    matches = [_match(r) for r in rows]
-    return matches, (matches[-1].cursor if more else None)
+    return o_iri, o_lit, any_graph
 
 
-def page_query(
+def _bind(
+    db: Database, conn: Connection, s: str | None, p: str | None, o_iri: str | None, graph: object
+) -> tuple[int | None, int | None, int | None, int | None] | None:
+    """(graph id or None for every graph, e, a, object ref) as term ids, or None when the
+    pattern matches nothing: an unknown graph, or an IRI the store has never seen (reads never
+    intern). The label floor is checked for a single graph here."""
+    gid: int | None = None
+    if isinstance(graph, str) or graph is None:
+        gid = resolve_graph(db, conn, graph)
+        if gid is None:
+            return None
+        graph_scope.enforce(db, conn, (gid,))  # the label floor; a frozen graph's rows
+    bound = [x for x in (s, p, o_iri) if x is not None]
+    ids = db.terms.lookup(conn, bound)
+    if len(ids) < len(set(bound)):
+        return None
+    return (
+        gid,
+        None if s is None else ids[s],
+        None if p is None else ids[p],
+        None if o_iri is None else ids[o_iri],
+    )
+
+
+def _shaped(
     view: TemporalView,
-    *,
-    gid: int | None,
-    e: int | None,
-    a: int | None,
-    o_ref: int | None,
+    bound: tuple[int | None, int | None, int | None, int | None],
     o_lit: bytes | None,
+    *,
     after: int,
-    limit: int,
-    backend: str = "sqlite",
-) -> Any:
-    """The one statement of a page: the matching claims (``gid`` None: ROOT and every named
-    graph but the meta-graph and frozen ones), ``id > after`` by id, ``limit + 1`` of them, with
-    their terms' IRIs. ``backend``: the SQLAlchemy dialect name, for the graph condition."""
-    c = facts.c
-    conds: list[ColumnElement[bool]] = [visible(facts, view.as_of_tx, view.valid_at), c.id > after]
-    conds.append(
-        _graph_scope(gid, backend, unbound=e is None and a is None and o_ref is None and o_lit is None)
+    limit: int | None,
+    backend: str,
+) -> tuple[_Shape, dict[str, Any]]:
+    """The statement's shape and its parameters, for the claims matching ``bound`` (graph id or
+    None for every graph but the meta-graph and frozen ones, e, a, object ref, as ``_bind``
+    gives them) or the literal ``o_lit``, ``id > after`` by id, ``limit + 1`` of them (every
+    one when ``limit`` is None). ``backend``: the SQLAlchemy dialect name.
+
+    The statement depends only on the shape (which terms are bound, the kind of read point) and
+    is built once per shape (``_statement``): a join's lookups repeat one shape thousands of
+    times, and building the statement cost twice as much as running it."""
+    gid, e, a, o_ref = bound
+    shape = _Shape(
+        as_of=view.as_of_tx is not None,
+        valid=view.valid_at is not None,
+        graph="any" if gid is None else "root" if gid == ROOT else "one",
+        e=e is not None,
+        a=a is not None,
+        o="ref" if o_ref is not None else "lit" if o_lit is not None else "",
+        limited=limit is not None,
+        backend=backend,
     )
+    params: dict[str, Any] = {"after": after}
+    if view.as_of_tx is not None:
+        params["as_of_tx"] = view.as_of_tx
+    if view.valid_at is not None:
+        params["valid_at"] = view.valid_at
+    if gid is not None:
+        params["gid"] = gid
     if e is not None:
-        conds.append(c.e == e)
+        params["e"] = e
     if a is not None:
-        conds.append(c.a == a)
+        params["a"] = a
     if o_ref is not None:
-        conds += [c.vh == values.digest(values.ref(o_ref)), c.v_ref == o_ref]
+        params |= {"vh": values.digest(values.ref(o_ref)), "o_ref": o_ref}
     elif o_lit is not None:
-        conds += [c.vh == values.digest(o_lit), c.v == o_lit]
-    if view.is_current:
-        conds.append(primary(facts))  # one live claim per statement has dup = 0
-    else:
-        earlier = facts.alias("earlier")
-        x = earlier.c
-        # No earlier visible claim of the same statement, found through ix_facts_gea. PostgreSQL
-        # derives "earlier.a = <p>" from a bound predicate and then probes ix_facts_gav (g, a, vh)
-        # instead, reading every claim of rdf:type Person for each row (7 s a page against 1 ms,
-        # measured at 40k subjects); "a + 0" leaves it only the (g, e, ..., vh) probe.
-        conds.append(
-            ~exists().where(
-                x.g == c.g,
-                x.e == c.e,
-                (x.a + literal_column("0")) == c.a if backend == "postgresql" else x.a == c.a,
-                x.vh == c.vh,
-                x.v == c.v,
-                x.id < c.id,
-                visible(earlier, view.as_of_tx, view.valid_at),
-            )
-        )
-    page = (
-        select(c.id, c.e, c.a, c.v, c.v_ref, c.g, c.tx)
-        .where(and_(*conds))
-        .order_by(c.id)
-        .limit(limit + 1)
-        .subquery("page")
-    )
+        params |= {"vh": values.digest(o_lit), "o_lit": o_lit}
+    if limit is not None:
+        params["limit"] = limit + 1
+    return shape, params
+
+
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    as_of: bool
+    valid: bool
+    graph: str  # "any", "root" or "one"
+    e: bool
+    a: bool
+    o: str  # "ref", "lit" or ""
+    limited: bool
+    backend: str
+
+
+@functools.lru_cache(maxsize=128)
+def _statement(shape: _Shape) -> Any:
+    """A page's one statement: the claims, with their terms' IRIs in the same statement."""
+    page = _claims(shape).subquery("page")
     st, pt, ot, gt = terms.alias("st"), terms.alias("pt"), terms.alias("ot"), terms.alias("gt")
     pc = page.c
     return (
@@ -219,11 +355,62 @@ def page_query(
     )
 
 
-def _graph_scope(gid: int | None, backend: str, *, unbound: bool) -> ColumnElement[bool]:
-    """The graph condition, written so each planner takes the right path: an index led by g
-    when a term is bound, the table in id order from ``after`` when none is and the scope is
-    most of the store (ROOT, or every graph), instead of an index on g whose every entry past
-    ``after`` would be sorted for each page."""
+@functools.lru_cache(maxsize=64)
+def _count_statement(shape: _Shape) -> Any:
+    """How many claims a page of ``shape`` holds, up to its limit."""
+    return select(func.count()).select_from(_claims(shape).subquery("page"))
+
+
+def _claims(shape: _Shape) -> Any:
+    """The matching claims (one per statement) in id order, ``limit`` of them when limited."""
+    c = facts.c
+    as_of = bindparam("as_of_tx", type_=BigInteger) if shape.as_of else None
+    valid = bindparam("valid_at", type_=String) if shape.valid else None
+    gid = None if shape.graph == "any" else bindparam("gid", type_=BigInteger)
+    unbound = not (shape.e or shape.a or shape.o)
+    conds: list[ColumnElement[bool]] = [
+        visible(facts, as_of, valid),
+        c.id > bindparam("after", type_=BigInteger),
+    ]
+    conds.append(_graph_scope(gid, shape.backend, unbound=unbound and shape.graph != "one"))
+    if shape.e:
+        conds.append(c.e == bindparam("e", type_=BigInteger))
+    if shape.a:
+        conds.append(c.a == bindparam("a", type_=BigInteger))
+    if shape.o == "ref":
+        conds += [c.vh == bindparam("vh", type_=c.vh.type), c.v_ref == bindparam("o_ref", type_=BigInteger)]
+    elif shape.o == "lit":
+        conds += [c.vh == bindparam("vh", type_=c.vh.type), c.v == bindparam("o_lit", type_=c.v.type)]
+    if not (shape.as_of or shape.valid):
+        conds.append(primary(facts))  # one live claim per statement has dup = 0
+    else:
+        earlier = facts.alias("earlier")
+        x = earlier.c
+        # No earlier visible claim of the same statement, found through ix_facts_gea. PostgreSQL
+        # derives "earlier.a = <p>" from a bound predicate and then probes ix_facts_gav (g, a, vh)
+        # instead, reading every claim of rdf:type Person for each row (7 s a page against 1 ms,
+        # measured at 40k subjects); "a + 0" leaves it only the (g, e, ..., vh) probe.
+        conds.append(
+            ~exists().where(
+                x.g == c.g,
+                x.e == c.e,
+                (x.a + literal_column("0")) == c.a if shape.backend == "postgresql" else x.a == c.a,
+                x.vh == c.vh,
+                x.v == c.v,
+                x.id < c.id,
+                visible(earlier, as_of, valid),
+            )
+        )
+    claims = select(c.id, c.e, c.a, c.v, c.v_ref, c.g, c.tx).where(and_(*conds)).order_by(c.id)
+    return claims.limit(bindparam("limit", type_=BigInteger)) if shape.limited else claims
+
+
+def _graph_scope(gid: ColumnElement[Any] | None, backend: str, *, unbound: bool) -> ColumnElement[bool]:
+    """The graph condition (``gid``: the graph's parameter, None for every graph), written so
+    each planner takes the right path: an index led by g when a term is bound, the table in id
+    order from ``after`` when none is and the scope is most of the store (``unbound``: ROOT, or
+    every graph), instead of an index on g whose every entry past ``after`` would be sorted for
+    each page."""
     c = facts.c
     if backend == "postgresql":
         if gid is not None:
@@ -234,17 +421,27 @@ def _graph_scope(gid: int | None, backend: str, *, unbound: bool) -> ColumnEleme
     # SQLite seeks an index only on an equality or IN for each leading column ("g <> meta"
     # would leave every index led by g unused); "g + 0" keeps the planner off the graph
     # indexes (as in projection.reference_claims).
-    g = (c.g + literal_column("0")) if unbound and gid in (ROOT, None) else c.g
+    g = (c.g + literal_column("0")) if unbound else c.g
     return g == gid if gid is not None else g.in_(_ANY_GRAPHS)
 
 
-def _run(db: Database, conn: Connection, query: Any, budget: budgets.Budget | None) -> list[Any]:
+def _run(
+    db: Database, conn: Connection, query: Any, params: dict[str, Any], budget: budgets.Budget | None
+) -> list[Any]:
+    with _limits(db, conn, budget):
+        return list(conn.execute(query, params).all())
+
+
+@contextmanager
+def _limits(db: Database, conn: Connection, budget: budgets.Budget | None) -> Iterator[None]:
+    """The budget's deadline and work limit around the statements run inside."""
     if budget is None or (budget.deadline is None and budget.max_join_rows is None):
-        return list(conn.execute(query).all())
+        yield
+        return
     late = budgets.timeout_error(budget.timeout_ms or 0)
     costly = budgets.work_error(budget.max_join_rows or 0)
     with db.dialect.work_limits(conn, budget.deadline, late, budget.steps, costly):
-        return list(conn.execute(query).all())
+        yield
 
 
 def _match(row: Any) -> Match:

@@ -27,8 +27,11 @@ def primary(f: FromClause) -> ColumnElement[bool]:
     return f.c.dup == _PRIMARY
 
 
-def visible(f: FromClause, as_of_tx: int | None, valid_at: str | None) -> ColumnElement[bool]:
-    """SQL condition: this claim row of ``facts`` (or an alias) is visible at the read point."""
+def visible(
+    f: FromClause, as_of_tx: int | ColumnElement[int] | None, valid_at: str | ColumnElement[str] | None
+) -> ColumnElement[bool]:
+    """SQL condition: this claim row of ``facts`` (or an alias) is visible at the read point
+    (each part a value, or a bound parameter for a statement built once and run many times)."""
     c = f.c
     cond: list[ColumnElement[bool]] = [c.op == _ASSERTED]
     if as_of_tx is None and valid_at is None:

@@ -211,13 +211,18 @@ def test_a_store_named_by_location_is_opened_on_first_read(root: Path, tmp_path:
 
 def test_the_bridge_refuses_what_is_not_a_request() -> None:
     bridge = GraphBridge(StoreAt())
+
+    def answer(line: bytes) -> dict[str, Any]:
+        (reply,) = bridge.answers(line)  # a refusal is one reply line
+        return reply
+
     try:
-        code = bridge.answer(b"rdf(S,P,O)\n")
+        code = answer(b"rdf(S,P,O)\n")
         assert set(code) == {"error"} and "not JSON" in code["error"]
-        assert bridge.answer(b'{"s": 1}')["error"] == "s must be a string or null"
-        assert "after" in bridge.answer(b'{"after": -1}')["error"]
-        assert "o must be" in bridge.answer(b'{"o": ["code", "halt"]}')["error"]
-        assert "longer than" in bridge.answer(b"{" + b" " * 70_000 + b"}")["error"]
+        assert answer(b'{"s": 1}')["error"] == "s must be a string or null"
+        assert "after" in answer(b'{"after": -1}')["error"]
+        assert "o must be" in answer(b'{"o": ["code", "halt"]}')["error"]
+        assert "longer than" in answer(b"{" + b" " * 70_000 + b"}")["error"]
     finally:
         bridge.close()
 

@@ -17,7 +17,7 @@ from quipu.api import KnowledgeBase
 from quipu.errors import InvalidField, ResultTooLarge
 from quipu.store import budget as budgets
 from quipu.store.graph_scope import LabelFloorRefused
-from quipu.store.pattern_reads import ANY_GRAPH, Match, Term, match_page
+from quipu.store.pattern_reads import ANY_GRAPH, Match, Term, match_count, match_page, match_stream
 from quipu.store.schema import META_IRI, ROOT_IRI
 from quipu.store.views import TemporalView
 from tests.backends import migrated_location
@@ -478,6 +478,66 @@ def test_one_statement_per_page_joins_the_iris(loaded: tuple[KnowledgeBase, int,
             assert all(m.s == A for m in page)
 
 
+@pytest.mark.parametrize("graph", [None, G, ANY_GRAPH], ids=["root", "named", "any"])
+@pytest.mark.parametrize("view", list(VIEWS.values()), ids=list(VIEWS))
+def test_a_stream_is_every_page_from_one_statement(
+    loaded: tuple[KnowledgeBase, int, int], graph: object, view: TemporalView
+) -> None:
+    """match_stream (the logic memory's whole-pattern load) returns exactly what paging
+    returns, in the same order, in chunks of the size asked for, from one statement."""
+    kb, _r, _g = loaded
+    for s, p, o in [
+        (None, None, None),
+        (A, None, None),
+        (None, P, None),
+        (None, S, PLAIN),
+        (None, N, INT_42),
+    ]:
+        paged = everything(kb, s=s, p=p, o=o, graph=graph, view=view)
+        with statements(kb) as log:
+            chunks = list(match_stream(kb.db, s=s, p=p, o=o, graph=graph, view=view, chunk=2))
+        assert [m for chunk in chunks for m in chunk] == paged, (s, p, o)
+        assert all(len(chunk) == 2 for chunk in chunks[:-1]) and all(chunks)
+        fact_queries = [q for q in log if touches_facts(q)]
+        assert len(fact_queries) == 1 if paged else len(fact_queries) <= 1
+        assert all("LIMIT" not in q for q in fact_queries)
+
+
+def test_a_stream_ends_its_read_when_closed_early(kb: KnowledgeBase) -> None:
+    kb.knot("\n".join(f"<{EX}s{i}> <{P}> <{B}> ." for i in range(50)), "nt")
+    stream = match_stream(kb.db, s=None, p=P, o=None, chunk=10)
+    first = next(stream)
+    assert len(first) == 10
+    stream.close()  # the read snapshot is let go: a write can commit and be read at once
+    kb.knot(f"<{EX}late> <{P}> <{B}> .", "nt")
+    assert len(everything(kb, p=P, limit=500)) == 51
+
+
+def test_a_stream_of_an_unknown_term_or_refused_literal_runs_no_fact_query(
+    loaded: tuple[KnowledgeBase, int, int],
+) -> None:
+    kb, _r, _g = loaded
+    with statements(kb) as log:
+        assert list(match_stream(kb.db, s=EX + "nobody", p=None, o=None)) == []
+        assert list(match_stream(kb.db, s=None, p=N, o=("literal", "x", XSD + "integer", None))) == []
+        assert list(match_stream(kb.db, s=None, p=None, o=None, graph=EX + "no-graph")) == []
+    assert not [q for q in log if touches_facts(q)]
+    with pytest.raises(InvalidField, match="'s'"):
+        list(match_stream(kb.db, s="", p=None, o=None))
+
+
+def test_a_stream_counts_against_the_query_budget(loaded: tuple[KnowledgeBase, int, int]) -> None:
+    kb, _r, _g = loaded
+    with kb.db.read() as conn, budgets.enforce(kb.db, conn, timeout_ms=None, max_join_rows=100) as budget:
+        assert sum(len(c) for c in match_stream(kb.db, s=A, p=None, o=None, chunk=4)) == budget.rows == 6
+    with (
+        kb.db.read() as conn,
+        budgets.enforce(kb.db, conn, timeout_ms=None, max_join_rows=3),
+        pytest.raises(ResultTooLarge),
+    ):
+        list(match_stream(kb.db, s=None, p=None, o=None))
+
+
 # -- statement log -------------------------------------------------------------------------------
 
 
@@ -536,3 +596,17 @@ def test_a_reopened_store_reads_the_same_pages(tmp_path: Path) -> None:
         assert everything(again) == before
     finally:
         again.close()
+
+
+def test_a_count_stops_one_past_its_cap_in_one_statement(loaded: tuple[KnowledgeBase, int, int]) -> None:
+    kb, _r, _g = loaded
+    for graph, view in itertools.product((None, G, ANY_GRAPH), VIEWS.values()):
+        total = len(everything(kb, graph=graph, view=view))
+        with statements(kb) as log:
+            assert match_count(kb.db, s=None, p=None, o=None, graph=graph, view=view, cap=100) == total
+            assert match_count(kb.db, s=None, p=None, o=None, graph=graph, view=view, cap=1) == min(total, 2)
+        assert len([q for q in log if touches_facts(q)]) == 2
+    assert match_count(kb.db, s=None, p=S, o=PLAIN, cap=100) == 2
+    assert match_count(kb.db, s=EX + "nobody", p=None, o=None, cap=100) == 0
+    with pytest.raises(InvalidField, match="'cap'"):
+        match_count(kb.db, s=None, p=None, o=None, cap=-1)

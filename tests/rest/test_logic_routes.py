@@ -193,3 +193,23 @@ def test_the_servers_logic_memory_reads_its_own_graph(client: TestClient) -> Non
     assert owner("rdf('http://ex.org/svc', 'http://ex.org/ownedBy', T)") == [{"T": "http://ex.org/growth"}]
     past = "rdf_at('http://ex.org/svc', 'http://ex.org/ownedBy', T, '2026-11-05T00:00:00Z')"
     assert owner(past) == [{"T": "http://ex.org/payments"}]
+
+
+def test_a_join_over_the_servers_graph_loads_its_inner_pattern_on_either_backend(client: TestClient) -> None:
+    """A two-pattern join over 40 services: past its 8th lookup the inner pattern is counted and
+    read whole (one streamed statement, quipu/store/pattern_reads.match_stream), on SQLite and on
+    PostgreSQL alike; the answer is the same as one read per lookup would give."""
+    kb = client.app.state.kb  # type: ignore[attr-defined]
+    lines = []
+    for i in range(40):
+        lines.append(f"<http://ex.org/s{i}> <http://ex.org/runs> <http://ex.org/r{i}> .")
+        status = "failed" if i % 4 == 0 else "passed"
+        lines.append(f'<http://ex.org/r{i}> <http://ex.org/status> "{status}" .')
+    kb.knot("\n".join(lines), "nt")
+    goal = (
+        "findall(S, (rdf(S, 'http://ex.org/runs', R), rdf(R, 'http://ex.org/status', literal(failed))), L), "
+        "msort(L, Failed)"
+    )
+    response = client.post("/logic/query_logic", json={"goal": goal})
+    (row,) = json.loads(_text(response))
+    assert row["Failed"] == sorted(f"http://ex.org/s{i}" for i in range(0, 40, 4))

@@ -34,7 +34,7 @@ from quipu.logic.errors import (
     LogicError,
     PrologSyntaxError,
 )
-from quipu.logic.terms import Atom, Compound, Term, compacted, prolog_string, solutions_json
+from quipu.logic.terms import Atom, any_colon_atom, compacted, prolog_string, solutions_json
 from quipu.logic.tooling import (
     DEFAULT_MEMORY,
     EXECUTION_FAILED,
@@ -178,7 +178,7 @@ class KnowledgeService(EngineTools):
             raise
         except LogicError:
             raise ToolFailure(QUERY_FAILED) from None
-        if self.curies is not None and _any_iri_like(solutions.rows):
+        if self.curies is not None and any_colon_atom(solutions):
             compact = self.curies()  # IRIs as CURIEs through the store's prefixes (docs/logic.md)
             if compact is not None:
                 solutions = compacted(solutions, compact)
@@ -414,18 +414,3 @@ __all__ = [
     "ToolResult",
     "balanced_parentheses",
 ]
-
-
-def _any_iri_like(rows: Sequence[Sequence[Term]]) -> bool:
-    """Whether any atom outside a literal has a colon: only then can compaction change a thing."""
-
-    def iri_like(term: Term) -> bool:
-        if isinstance(term, Atom):
-            return ":" in term.name
-        if isinstance(term, tuple):
-            return any(iri_like(item) for item in term)
-        if isinstance(term, Compound) and term.name != "literal":
-            return any(iri_like(arg) for arg in term.args)
-        return False
-
-    return any(iri_like(value) for row in rows for value in row)

@@ -140,6 +140,22 @@ def compacted(solutions: Solutions, compact: Callable[[str], str]) -> Solutions:
     return Solutions(solutions.names, tuple(tuple(walk(v) for v in row) for row in solutions.rows))
 
 
+def any_colon_atom(solutions: Solutions) -> bool:
+    """Whether an atom outside ``literal(...)`` has a colon: only then can ``compacted`` change
+    a thing, so only then are the store's prefixes read."""
+
+    def colon(term: Term) -> bool:
+        if isinstance(term, Atom):
+            return ":" in term.name
+        if isinstance(term, tuple):
+            return any(colon(item) for item in term)
+        if isinstance(term, Compound) and term.name != "literal":
+            return any(colon(arg) for arg in term.args)
+        return False
+
+    return any(colon(value) for row in solutions.rows for value in row)
+
+
 def solutions_json(solutions: Solutions) -> str:
     """The text of a query_logic success (R-J1..R-J4): compact, UTF-8 rather than escapes."""
     rows = [

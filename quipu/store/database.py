@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
@@ -20,6 +21,7 @@ from quipu.store.archive_mounts import Archives
 from quipu.store.context import TxInfo, WriteContext, head_tx
 from quipu.store.dialect import Dialect, PostgresDialect, SqliteDialect, SqliteTuning
 from quipu.store.events import SeenTerms, emit, record_refusal
+from quipu.store.fresh_stores import copy_into, create_file, keep
 from quipu.store.graph_labels import LabelFloor
 from quipu.store.schema import SCHEMA_REVISION
 from quipu.store.stage import forget_temp_tables
@@ -138,6 +140,10 @@ class Database:
                 long_reads=self.long_reads,
                 write_lock=self._write_lock,
             )
+            url = make_url(backend.url)
+            if not backend.memory and not url.query and url.database:
+                # A new file: a copy of the first store this process migrated from nothing, if any.
+                create_file(SCHEMA_REVISION, url.database)
             self._open_sqlite(backend.url, readers, overflow)
         self._failures: tuple[type[Exception], ...] = (SQLAlchemyError, *self.dialect.driver_errors())
         self.terms = TermDictionary()
@@ -230,9 +236,32 @@ class Database:
             return None if found is None else str(found)
 
     def upgrade(self) -> None:
-        """Apply any migrations this file has not seen (a new file starts from nothing)."""
-        if self.schema_revision() != SCHEMA_REVISION:
-            self.migrate(alembic_config(), "head")
+        """Apply any migrations this file has not seen (a new file starts from nothing).
+
+        A new SQLite store is kept (store/fresh_stores.py): the next one this process makes is a
+        copy of it, not migrated again."""
+        revision = self.schema_revision()
+        if revision == SCHEMA_REVISION:
+            return
+        fresh = revision is None and self.backend.kind == "sqlite" and self._holds_nothing()
+        if fresh and self.memory:
+            with self._write_lock, self.writer.connect() as conn:
+                if copy_into(SCHEMA_REVISION, self._driver(conn)):
+                    return
+        self.migrate(alembic_config(), "head")
+        if fresh:
+            with self._write_lock, self.writer.connect() as conn:
+                keep(SCHEMA_REVISION, self._driver(conn).serialize())
+
+    def _holds_nothing(self) -> bool:
+        with self.read() as conn:
+            return conn.exec_driver_sql("SELECT count(*) FROM sqlite_master").scalar() == 0
+
+    @staticmethod
+    def _driver(conn: Connection) -> sqlite3.Connection:
+        driver = conn.connection.driver_connection
+        assert isinstance(driver, sqlite3.Connection)
+        return driver
 
     def migrate(self, cfg: Config, revision: str) -> None:
         """Upgrade inside one write transaction: a failed migration leaves the file as it was."""

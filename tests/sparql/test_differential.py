@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
-from functools import partial
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -36,11 +36,11 @@ import rdflib
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rdflib import BNode, Literal, URIRef
-from rdflib.plugins.sparql import CUSTOM_EVALS
+from rdflib.plugins.sparql import CUSTOM_EVALS, prepareQuery
 from rdflib.plugins.sparql.evaluate import evalPart
 from rdflib.plugins.sparql.evalutils import _ebv
 from rdflib.plugins.sparql.parserutils import CompValue
-from rdflib.plugins.sparql.sparql import FrozenBindings, QueryContext
+from rdflib.plugins.sparql.sparql import FrozenBindings, Query, QueryContext
 from rdflib.query import Result
 from rdflib.term import Node
 
@@ -431,12 +431,22 @@ def _bound_only(ctx: QueryContext, solution: FrozenBindings) -> FrozenBindings:
 _HOOK = "quipu-differential-bottom-up-joins"
 
 
+@lru_cache(maxsize=1024)
+def _rdflib_parsed(query: str, namespaces: tuple[tuple[str, URIRef], ...]) -> Query:
+    """rdflib's own parse of ``query``, as ``Graph.query`` makes it (with the graph's prefixes),
+    once per text: hypothesis runs a query again on other data, and rdflib's parser costs
+    more than evaluating a query over these small graphs. A prepared query is rdflib's way
+    to evaluate one parse many times."""
+    return prepareQuery(query, initNs=dict(namespaces))
+
+
 def _rdflib_query(g: rdflib.Graph, query: str) -> Result:
     """rdflib's answer, with Join and OPTIONAL evaluated by ``_bottom_up`` (through rdflib's
     CUSTOM_EVALS hook, registered for the duration of this call only)."""
+    parsed = _rdflib_parsed(query, tuple(sorted(g.namespaces())))
     CUSTOM_EVALS[_HOOK] = _bottom_up
     try:
-        result = g.query(query)
+        result = g.query(parsed)
         if result.type == "SELECT":
             result.bindings  # noqa: B018 - evaluate now, while the hook is in place
         return result

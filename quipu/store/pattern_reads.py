@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import base64
 import functools
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Final
@@ -145,7 +145,7 @@ def match_stream(
     graph: str | object | None = None,
     view: TemporalView = TemporalView(),  # noqa: B008 - frozen, so one shared default is safe
     chunk: int = 500,
-) -> Iterator[list[Match]]:
+) -> Generator[list[Match], None, None]:
     """Every statement ``match_page`` would return for the pattern, from ONE SQL statement whose
     rows are fetched ``chunk`` at a time, in cursor order.
 

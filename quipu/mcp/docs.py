@@ -130,25 +130,13 @@ _OPT_IN: Final[dict[str, list[str]]] = {
 
 
 def _tool(spec: ToolSpec) -> list[str]:
-    if spec.passthrough:
-        return _passthrough_tool(spec)
-    kind = "read" if spec.read_only else "write, destructive"
-    how = {None: "query string", FORM: "form body"}.get(spec.body, "JSON body")
-    schema = spec.input_schema
-    unknown = (
-        "an unknown argument is refused (`unknown_field`)"
-        if schema.get("additionalProperties") is False
-        else "an unknown argument is reported in `ignored_fields`"
-    )
-    route = f"`{spec.method} {spec.path}`, arguments as the {how}; {unknown}"
-    if spec.name == VERSION_TOOL:
-        route = f"`{spec.method} {spec.path}`, answered in process by the function the route uses; {unknown}"
+    """One tool's section: its annotations, its route, its description and its parameters."""
     hints = ", ".join(f"`{k}: {json.dumps(v)}`" for k, v in spec.annotations().items())
     lines = [
         f"### {spec.name}",
         "",
-        f"- **annotations:** {kind} — {hints}",
-        f"- **route:** {route}",
+        f"- **annotations:** {_kind(spec)} — {hints}",
+        f"- **route:** {_route(spec)}",
         "",
         spec.description,
         "",
@@ -156,21 +144,24 @@ def _tool(spec: ToolSpec) -> list[str]:
     return [*lines, *_parameters(spec)]
 
 
-def _passthrough_tool(spec: ToolSpec) -> list[str]:
-    """A tool whose route answers a ``tools/call`` result: its own annotations, zpm's schema."""
-    hints = spec.annotations()
-    kind = "read" if spec.read_only else "write"
-    shown = ", ".join(f"`{k}: {json.dumps(v)}`" for k, v in hints.items())
-    lines = [
-        f"### {spec.name}",
-        "",
-        f"- **annotations:** {kind} — {shown}",
-        f"- **route:** `{spec.method} {spec.path}`, arguments as the JSON body; the route's result is the tool's",
-        "",
-        spec.description,
-        "",
-    ]
-    return [*lines, *_parameters(spec)]
+def _kind(spec: ToolSpec) -> str:
+    if spec.passthrough:  # a logic tool: its own annotations say whether a write destroys
+        return "read" if spec.read_only else "write"
+    return "read" if spec.read_only else "write, destructive"
+
+
+def _route(spec: ToolSpec) -> str:
+    if spec.passthrough:  # the route answers a tools/call result (a logic tool)
+        return f"`{spec.method} {spec.path}`, arguments as the JSON body; the route's result is the tool's"
+    how = {None: "query string", FORM: "form body"}.get(spec.body, "JSON body")
+    unknown = (
+        "an unknown argument is refused (`unknown_field`)"
+        if spec.input_schema.get("additionalProperties") is False
+        else "an unknown argument is reported in `ignored_fields`"
+    )
+    if spec.name == VERSION_TOOL:
+        return f"`{spec.method} {spec.path}`, answered in process by the function the route uses; {unknown}"
+    return f"`{spec.method} {spec.path}`, arguments as the {how}; {unknown}"
 
 
 def _parameters(spec: ToolSpec) -> list[str]:
